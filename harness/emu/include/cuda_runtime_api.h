@@ -1,0 +1,140 @@
+/* cuda_runtime_api.h for the emu backend: the CUDA runtime API subset that the CPU runtime
+ * (build/emu/libemu.a) implements, with the toolkit's own types (driver_types.h, vector_types.h),
+ * so that error codes, cudaDeviceProp and dim3 are the real ones.
+ *
+ * C and C++: the functions have C linkage, so gcc-compiled harness code calls them directly.
+ * A function the emulator does not implement is not declared here, so using it fails at compile
+ * time instead of misbehaving at run time. harness/emu/README.md lists what each call does. */
+#ifndef __CUDA_RUNTIME_API_H__
+#define __CUDA_RUNTIME_API_H__ /* the toolkit's guard: its own copy of this header is then skipped */
+#define EMU_CUDA_RUNTIME_API_H
+
+#include <stddef.h>
+
+#include <driver_types.h>
+#include <vector_types.h>
+
+#define CUDART_VERSION 13000
+#define __CUDART_API_VERSION CUDART_VERSION
+
+#ifdef __cplusplus
+#define EMU_DV(v) = v
+extern "C" {
+#else
+#define EMU_DV(v)
+#endif
+
+/* Errors. A kernel fault (illegal address, deadlock) is sticky: once it has surfaced at a
+ * synchronising call, every call returns it until the process ends, as on a GPU. */
+cudaError_t cudaGetLastError(void);
+cudaError_t cudaPeekAtLastError(void);
+const char *cudaGetErrorString(cudaError_t error);
+const char *cudaGetErrorName(cudaError_t error);
+
+/* Device: one emulated device, number 0 (see harness/emu/README.md for its limits). */
+cudaError_t cudaGetDeviceCount(int *count);
+cudaError_t cudaGetDevice(int *device);
+cudaError_t cudaSetDevice(int device);
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device);
+cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device);
+cudaError_t cudaDriverGetVersion(int *version);
+cudaError_t cudaRuntimeGetVersion(int *version);
+cudaError_t cudaDeviceSynchronize(void);
+cudaError_t cudaDeviceReset(void);
+cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes);
+
+/* Memory. Device allocations are guarded (README: "Illegal addresses"). */
+cudaError_t cudaMalloc(void **dev_ptr, size_t size);
+cudaError_t cudaMallocManaged(void **dev_ptr, size_t size, unsigned int flags EMU_DV(cudaMemAttachGlobal));
+cudaError_t cudaFree(void *dev_ptr);
+cudaError_t cudaMallocHost(void **ptr, size_t size);
+cudaError_t cudaHostAlloc(void **ptr, size_t size, unsigned int flags);
+cudaError_t cudaFreeHost(void *ptr);
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind);
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
+                            cudaStream_t stream EMU_DV(0));
+cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                         size_t height, enum cudaMemcpyKind kind);
+cudaError_t cudaMemset(void *dev_ptr, int value, size_t count);
+cudaError_t cudaMemsetAsync(void *dev_ptr, int value, size_t count, cudaStream_t stream EMU_DV(0));
+cudaError_t cudaMemcpyToSymbol(const void *symbol, const void *src, size_t count,
+                               size_t offset EMU_DV(0),
+                               enum cudaMemcpyKind kind EMU_DV(cudaMemcpyHostToDevice));
+cudaError_t cudaMemcpyFromSymbol(void *dst, const void *symbol, size_t count, size_t offset EMU_DV(0),
+                                 enum cudaMemcpyKind kind EMU_DV(cudaMemcpyDeviceToHost));
+cudaError_t cudaGetSymbolAddress(void **dev_ptr, const void *symbol);
+
+/* Streams and events. Work is done when it is issued, so every stream is in order and
+ * complete; event times are host time (CLOCK_MONOTONIC), never a GPU timing. */
+cudaError_t cudaStreamCreate(cudaStream_t *stream);
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned int flags);
+cudaError_t cudaStreamDestroy(cudaStream_t stream);
+cudaError_t cudaStreamSynchronize(cudaStream_t stream);
+cudaError_t cudaStreamQuery(cudaStream_t stream);
+cudaError_t cudaEventCreate(cudaEvent_t *event);
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags);
+cudaError_t cudaEventDestroy(cudaEvent_t event);
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream EMU_DV(0));
+cudaError_t cudaEventSynchronize(cudaEvent_t event);
+cudaError_t cudaEventQuery(cudaEvent_t event);
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end);
+
+/* Kernels, by their address. */
+cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute attr, int value);
+cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, const void *func);
+
+/* emu only (HARNESS_EMU builds): 1, so that code can say which backend ran it. */
+int emu_is_emulator(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+
+/* The C++ forms the toolkit offers for kernels and symbols. */
+template <class T>
+static inline cudaError_t cudaMalloc(T **dev_ptr, size_t size)
+{
+    return cudaMalloc(reinterpret_cast<void **>(dev_ptr), size);
+}
+template <class T>
+static inline cudaError_t cudaMallocManaged(T **dev_ptr, size_t size,
+                                            unsigned int flags = cudaMemAttachGlobal)
+{
+    return cudaMallocManaged(reinterpret_cast<void **>(dev_ptr), size, flags);
+}
+template <class T>
+static inline cudaError_t cudaMallocHost(T **ptr, size_t size)
+{
+    return cudaMallocHost(reinterpret_cast<void **>(ptr), size);
+}
+template <class T>
+static inline cudaError_t cudaMemcpyToSymbol(const T &symbol, const void *src, size_t count,
+                                             size_t offset = 0,
+                                             cudaMemcpyKind kind = cudaMemcpyHostToDevice)
+{
+    return cudaMemcpyToSymbol(static_cast<const void *>(&symbol), src, count, offset, kind);
+}
+template <class T>
+static inline cudaError_t cudaMemcpyFromSymbol(void *dst, const T &symbol, size_t count,
+                                               size_t offset = 0,
+                                               cudaMemcpyKind kind = cudaMemcpyDeviceToHost)
+{
+    return cudaMemcpyFromSymbol(dst, static_cast<const void *>(&symbol), count, offset, kind);
+}
+template <class T>
+static inline cudaError_t cudaGetSymbolAddress(void **dev_ptr, const T &symbol)
+{
+    return cudaGetSymbolAddress(dev_ptr, static_cast<const void *>(&symbol));
+}
+template <class T>
+static inline cudaError_t cudaFuncSetAttribute(T *func, cudaFuncAttribute attr, int value)
+{
+    return cudaFuncSetAttribute(reinterpret_cast<const void *>(func), attr, value);
+}
+template <class T>
+static inline cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *attr, T *func)
+{
+    return cudaFuncGetAttributes(attr, reinterpret_cast<const void *>(func));
+}
+#endif /* __cplusplus */
+
+#endif /* __CUDA_RUNTIME_API_H__ */

@@ -1,0 +1,233 @@
+/* gpu.c: device query, guarded and poisoned buffers, event timing (see gpu.h).
+ * Compiled twice: against the CUDA runtime (build/cuda) and against the CPU backend's runtime
+ * (build/emu, with HARNESS_EMU defined). */
+#include "gpu.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_check.h"
+#include "harness.h"
+
+#define GUARD_BYTE 0xA5
+#define MAX_BUFFERS 64
+
+struct dbuf {
+    unsigned char *base;   /* start of the front guard */
+    size_t bytes;          /* the user's part */
+    char name[32];
+};
+
+static struct dbuf buffers[MAX_BUFFERS];
+
+const char *gpu_backend(void)
+{
+#ifdef HARNESS_EMU
+    return "emu";
+#else
+    return "cuda";
+#endif
+}
+
+int gpu_times_are_real(void)
+{
+#ifdef HARNESS_EMU
+    return 0;
+#else
+    return 1;
+#endif
+}
+
+int gpu_probe(struct device_info *info, char *why, size_t why_len)
+{
+    memset(info, 0, sizeof *info);
+    snprintf(info->backend, sizeof info->backend, "%s", gpu_backend());
+    int count = 0;
+    cudaError_t err = cudaGetDeviceCount(&count);
+    if (err != cudaSuccess) {
+        snprintf(why, why_len, "%s (%s)", cudaGetErrorString(err), cudaGetErrorName(err));
+        return -1;
+    }
+    if (count == 0) {
+        snprintf(why, why_len, "the driver answered but lists no device");
+        return -1;
+    }
+    struct cudaDeviceProp p;
+    err = cudaGetDeviceProperties(&p, 0);
+    if (err != cudaSuccess) {
+        snprintf(why, why_len, "cudaGetDeviceProperties: %s", cudaGetErrorString(err));
+        return -1;
+    }
+    snprintf(info->name, sizeof info->name, "%s", p.name);
+    info->cc_major = p.major;
+    info->cc_minor = p.minor;
+    info->sms = p.multiProcessorCount;
+    info->l2_bytes = (size_t)p.l2CacheSize;
+    info->smem_per_block_optin = p.sharedMemPerBlockOptin;
+    info->global_bytes = p.totalGlobalMem;
+    cudaDriverGetVersion(&info->driver_version);
+    cudaRuntimeGetVersion(&info->runtime_version);
+#ifdef HARNESS_EMU
+    snprintf(info->driver, sizeof info->driver, "CPU backend");
+#else
+    /* the kernel module's own version (580.159.04) says more than the CUDA version it
+     * supports; Linux shows it in /proc */
+    char module[32] = "";
+    FILE *f = fopen("/proc/driver/nvidia/version", "r");
+    if (f) {
+        char line[256];
+        if (fgets(line, sizeof line, f)) {
+            const char *p = strstr(line, "Kernel Module");
+            if (p && sscanf(p + strlen("Kernel Module"), " %31s", module) != 1)
+                module[0] = '\0';
+        }
+        fclose(f);
+    }
+    snprintf(info->driver, sizeof info->driver, "%s%sCUDA driver %d.%d, runtime %d.%d", module,
+             module[0] ? ", " : "", info->driver_version / 1000,
+             info->driver_version % 1000 / 10, info->runtime_version / 1000,
+             info->runtime_version % 1000 / 10);
+#endif
+    return 0;
+}
+
+/* ---- buffers ---------------------------------------------------------------------------- */
+
+static struct dbuf *find(const void *d)
+{
+    for (int i = 0; i < MAX_BUFFERS; i++)
+        if (buffers[i].base && buffers[i].base + DBUF_GUARD == d)
+            return &buffers[i];
+    fprintf(stderr, "harness: %p is not a buffer from dbuf_alloc\n", d);
+    exit(EXIT_FAILURE);
+}
+
+void *dbuf_alloc(size_t bytes, const char *name)
+{
+    struct dbuf *b = NULL;
+    for (int i = 0; i < MAX_BUFFERS && !b; i++)
+        if (!buffers[i].base)
+            b = &buffers[i];
+    if (!b) {
+        fprintf(stderr, "harness: more than %d live device buffers\n", MAX_BUFFERS);
+        exit(EXIT_FAILURE);
+    }
+    void *base;
+    CUDA_CHECK(cudaMalloc(&base, bytes + 2 * DBUF_GUARD));
+    b->base = base;
+    b->bytes = bytes;
+    snprintf(b->name, sizeof b->name, "%s", name);
+    CUDA_CHECK(cudaMemset(b->base, GUARD_BYTE, DBUF_GUARD));
+    CUDA_CHECK(cudaMemset(b->base + DBUF_GUARD + bytes, GUARD_BYTE, DBUF_GUARD));
+    void *d = b->base + DBUF_GUARD;
+    dbuf_poison(d);
+    return d;
+}
+
+void dbuf_free(void *d)
+{
+    if (!d)
+        return;
+    struct dbuf *b = find(d);
+    CUDA_CHECK(cudaFree(b->base));
+    memset(b, 0, sizeof *b);
+}
+
+void dbuf_poison(void *d)
+{
+    struct dbuf *b = find(d);
+    CUDA_CHECK(cudaMemset(d, 0xFF, b->bytes));
+    CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+int dbuf_check_guards(const void *d, char *msg, size_t len)
+{
+    struct dbuf *b = find(d);
+    unsigned char h[2 * DBUF_GUARD];
+    CUDA_CHECK(cudaMemcpy(h, b->base, DBUF_GUARD, cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(h + DBUF_GUARD, b->base + DBUF_GUARD + b->bytes, DBUF_GUARD,
+                          cudaMemcpyDeviceToHost));
+    /* front guard: report the write nearest the buffer, the one an off-by-one makes */
+    for (int i = DBUF_GUARD - 1; i >= 0; i--)
+        if (h[i] != GUARD_BYTE) {
+            snprintf(msg, len, "a write before the start of %s: byte %d before element 0 was "
+                               "overwritten", b->name, DBUF_GUARD - i);
+            return -1;
+        }
+    for (int i = 0; i < DBUF_GUARD; i++)
+        if (h[DBUF_GUARD + i] != GUARD_BYTE) {
+            snprintf(msg, len, "a write past the end of %s (%zu bytes): byte %d past its end "
+                               "was overwritten", b->name, b->bytes, i);
+            return -1;
+        }
+    return 0;
+}
+
+void to_device(void *d_dst, const void *h_src, size_t bytes)
+{
+    CUDA_CHECK(cudaMemcpy(d_dst, h_src, bytes, cudaMemcpyHostToDevice));
+}
+
+void to_host(void *h_dst, const void *d_src, size_t bytes)
+{
+    CUDA_CHECK(cudaMemcpy(h_dst, d_src, bytes, cudaMemcpyDeviceToHost));
+}
+
+void gpu_sync(void)
+{
+    CUDA_CHECK(cudaDeviceSynchronize());
+    CUDA_CHECK(cudaGetLastError());
+}
+
+/* ---- timing ----------------------------------------------------------------------------- */
+
+struct timing gpu_time(void (*fn)(void *ctx), void *ctx, int warmup, int reps)
+{
+    struct device_info info;
+    char why[256];
+    if (gpu_probe(&info, why, sizeof why) != 0) {
+        fprintf(stderr, "harness: no device to time on: %s\n", why);
+        exit(EXIT_FAILURE);
+    }
+    size_t flush_bytes = 2 * (info.l2_bytes ? info.l2_bytes : (size_t)64 << 20);
+    void *d_flush;
+    CUDA_CHECK(cudaMalloc(&d_flush, flush_bytes));
+    cudaEvent_t start, stop;
+    CUDA_CHECK(cudaEventCreate(&start));
+    CUDA_CHECK(cudaEventCreate(&stop));
+
+    for (int i = 0; i < warmup; i++)
+        fn(ctx);
+    CUDA_CHECK(cudaDeviceSynchronize());
+
+    double *ms = malloc((size_t)reps * sizeof *ms);
+    if (!ms) {
+        perror("malloc");
+        exit(EXIT_FAILURE);
+    }
+    for (int i = 0; i < reps; i++) {
+        CUDA_CHECK(cudaMemsetAsync(d_flush, i & 0xFF, flush_bytes, 0));
+        CUDA_CHECK(cudaEventRecord(start, 0));
+        fn(ctx);
+        CUDA_CHECK(cudaEventRecord(stop, 0));
+        CUDA_CHECK(cudaEventSynchronize(stop));
+        float t;
+        CUDA_CHECK(cudaEventElapsedTime(&t, start, stop));
+        ms[i] = t;
+    }
+    CUDA_CHECK(cudaGetLastError());
+
+    struct timing r = { 0, ms[0], ms[0], reps };
+    for (int i = 1; i < reps; i++) {
+        if (ms[i] < r.min_ms) r.min_ms = ms[i];
+        if (ms[i] > r.max_ms) r.max_ms = ms[i];
+    }
+    r.median_ms = median(ms, reps);
+    free(ms);
+    CUDA_CHECK(cudaEventDestroy(start));
+    CUDA_CHECK(cudaEventDestroy(stop));
+    CUDA_CHECK(cudaFree(d_flush));
+    return r;
+}

@@ -1,0 +1,79 @@
+/* gpu.h: the device side of the harness, in C11 over the CUDA runtime API.
+ *
+ *   device    which backend and device answered, and what it is
+ *   buffers   device buffers poisoned with NaN and wrapped in guard zones
+ *   timing    CUDA-event timing: warm-up, L2 flushed before each run, median of many
+ *
+ * Everything here exits with a message on a CUDA error (CUDA_CHECK): a grader test runs in a
+ * forked child, so that fails the one test and the grade goes on. Never call any of this in a
+ * grader's parent process before its tests have run: a CUDA context does not survive fork(). */
+#ifndef GPU_H
+#define GPU_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct device_info {
+    char backend[8];          /* "cuda" or "emu" */
+    char name[256];
+    int cc_major, cc_minor;
+    int sms;
+    size_t l2_bytes;
+    size_t smem_per_block_optin;
+    size_t global_bytes;
+    int driver_version;       /* e.g. 13000; 0 on emu */
+    int runtime_version;
+    char driver[96];          /* "580.159.04, CUDA driver 13.0, runtime 13.0" or "CPU backend" */
+};
+
+/* The backend this program was built for: "cuda" or "emu". */
+const char *gpu_backend(void);
+
+/* 1 when timings from this backend are GPU timings (cuda); 0 on emu, where they never are. */
+int gpu_times_are_real(void);
+
+/* Fill *info for device 0. Returns 0, or -1 with a one-line reason in `why` (no device, no
+ * driver, ...). Does not exit. */
+int gpu_probe(struct device_info *info, char *why, size_t why_len);
+
+/* ---- buffers ---------------------------------------------------------------------------- */
+
+/* Bytes of guard zone before and after every buffer. */
+#define DBUF_GUARD 4096
+
+/* A device buffer of `bytes`, with guard zones on both sides filled with a known pattern and
+ * the buffer itself filled with 0xFF bytes (NaN as float, -1 as int). `name` is used in
+ * messages ("d_c"). */
+void *dbuf_alloc(size_t bytes, const char *name);
+void dbuf_free(void *d);
+/* Refill with NaN, before each launch whose every output element must be written. */
+void dbuf_poison(void *d);
+/* Check both guard zones: returns 0 when intact, else -1 with a message naming the buffer,
+ * the side and the first overwritten byte's offset. */
+int dbuf_check_guards(const void *d, char *msg, size_t len);
+
+void to_device(void *d_dst, const void *h_src, size_t bytes);
+void to_host(void *h_dst, const void *d_src, size_t bytes);
+/* cudaDeviceSynchronize and cudaGetLastError, checked. */
+void gpu_sync(void);
+
+/* ---- timing ----------------------------------------------------------------------------- */
+
+struct timing {
+    double median_ms, min_ms, max_ms;
+    int reps;
+};
+
+/* Time fn(ctx) with CUDA events: `warmup` untimed runs, then `reps` timed runs, each after
+ * the L2 has been flushed by writing a buffer twice its size, so that every run reads its
+ * inputs from device memory. Returns the median; every launch is checked. */
+struct timing gpu_time(void (*fn)(void *ctx), void *ctx, int warmup, int reps);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,57 @@
+/* grade.h: the Check glue every grader shares, and the lines a learner reads.
+ *
+ * A grader registers its tests with grader_add (a title each), runs them with grader_run, and
+ * gets, per test, a PASS or FAIL line with what was measured or what went wrong and a hint;
+ * then one line for the chapter; then Check's own summary. Check forks each test, so a kernel
+ * that crashes or hangs fails its own test and the rest still grade; the tests pass their notes
+ * back to the parent through a shared mapping made before the fork.
+ *
+ *   int main(void) {
+ *       grader_init("01-naive-matmul");
+ *       Suite *s = suite_create("01-naive-matmul");
+ *       CORRECT = grader_add(s, "correct", correct_test, titles, n, 60);
+ *       return grader_run(s);
+ *   }
+ */
+#ifndef GRADE_H
+#define GRADE_H
+
+#include <check.h>
+
+#include "gpu.h"
+#include "harness.h"
+
+#define GRADE_MAX_TESTS 64
+#define GRADE_TEXT 512
+
+/* Print the chapter's header line (backend, device, seed). The device is probed in a child
+ * process, so the parent never touches CUDA before the tests fork. */
+void grader_init(const char *chapter);
+
+/* What grader_init found; backend "none" and name holding the reason when no device answered. */
+const struct device_info *grader_device(void);
+
+/* Add fn as n loop iterations (_i = 0..n-1) of a test case named tcase, titled titles[i], with
+ * a timeout in seconds (scaled by CK_TIMEOUT_MULTIPLIER as Check does). Returns the slot of
+ * iteration 0: iteration _i writes its notes to slot + _i. */
+int grader_add(Suite *s, const char *tcase, const TTest *fn, const char *const *titles, int n,
+               double timeout_s);
+
+/* A test that cannot run here, reported as SKIP with the reason; it counts as neither. */
+void grader_skip(const char *title, const char *why);
+
+/* From inside a test: what a PASS line shows after the title. */
+void grade_note(int slot, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* From inside a test: the hint a FAIL line shows under the message. */
+void grade_hint(int slot, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* From inside a test: the chapter line's closing words ("12.4x over uncoalesced (needs 5x)"). */
+void grade_summary(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A generator for this test's inputs: the run's seed mixed with the slot, so one test's data
+ * does not depend on which others ran. */
+struct rng grade_rng(int slot);
+
+/* Run every test, print the lines, return the exit status: 0 only when every test passed. */
+int grader_run(Suite *s);
+
+#endif

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# grade.sh [--bench]: what `make grade` (and `make bench`) run after the set-up.
+# Chooses the backend, builds the graders of the chosen chapters, runs each one (a crash in one
+# does not stop the others) and prints an overall line. Exit status 0 only when all passed.
+# Environment, from the Makefile: CHAPTERS, CHAPTERS_ALL, CH, SIDE, BACKEND, MAKE.
+set -uo pipefail
+
+mode=grade
+[[ ${1:-} == --bench ]] && mode=bench
+make_=${MAKE:-make}
+
+if [[ -z ${CHAPTERS// } ]]; then
+    echo "$mode: no chapter matches CH=$CH. The chapters are:" >&2
+    for c in $CHAPTERS_ALL; do echo "    $c   (make $mode CH=${c%%-*})" >&2; done
+    exit 2
+fi
+
+# ---- backend -------------------------------------------------------------------------------
+backend=$BACKEND
+case $backend in
+    auto|cuda|emu) ;;
+    *) echo "$mode: BACKEND=$backend: choose auto, cuda or emu" >&2; exit 2 ;;
+esac
+if [[ $backend != emu ]]; then
+    $make_ --no-print-directory -s build/cuda/probe || exit 1
+    if device=$(build/cuda/probe); then
+        backend=cuda
+    elif [[ $backend == cuda ]]; then
+        echo "$mode: BACKEND=cuda, but no GPU answered: $device" >&2
+        exit 1
+    else
+        backend=none
+    fi
+fi
+if [[ $backend == none || ($backend == emu && ! -f harness/emu/emu.mk) ]]; then
+    if [[ $backend == none ]]; then echo "$mode: no GPU answered: $device"; fi
+    echo "$mode: the CPU backend, which runs the kernels on this machine's processor to grade" \
+         "their correctness without a GPU, is not part of the workbook yet. Once it is," \
+         "\`make $mode\` will grade here; until then, grade on a machine with an NVIDIA GPU." \
+         "Nothing was graded." >&2
+    exit 1
+fi
+if [[ $mode == bench && $backend != cuda ]]; then
+    echo "bench: timings on the CPU backend are not GPU timings; \`make bench\` needs a GPU" >&2
+    exit 1
+fi
+
+# ---- build ---------------------------------------------------------------------------------
+echo "$mode: building the $SIDE of ${CHAPTERS// /, } for the $backend backend"
+$make_ --no-print-directory -s graders B="$backend" SIDES="$SIDE" CHAPTERS="$CHAPTERS" || {
+    echo "$mode: the build failed; the compiler's messages above name the file and line" >&2
+    exit 1
+}
+
+# ---- run -----------------------------------------------------------------------------------
+mkdir -p build/results
+counts=build/$backend/grade-counts.tsv
+: > "$counts"
+passed=0 failed=0
+for c in $CHAPTERS; do
+    bin=build/$backend/$SIDE/$c/grade
+    echo
+    if [[ $mode == bench ]]; then
+        GRADE_COUNTS=$counts "$bin" --bench "build/results/$c.tsv"
+    else
+        GRADE_COUNTS=$counts "$bin"
+    fi
+    if [[ $? -eq 0 ]]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+done
+echo
+total=$((passed + failed))
+if [[ $mode == bench ]]; then
+    echo "bench: $passed of $total chapters measured; rows in build/results/ (make plots PLOT_DATA=build/results)"
+else
+    echo "grade: $passed of $total chapters passed ($SIDE, $backend backend)"
+fi
+[[ $failed -eq 0 ]]

@@ -1,0 +1,279 @@
+/* harness.c: seed, random numbers, comparison, statistics and results (see harness.h). */
+#define _GNU_SOURCE
+#include "harness.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+
+/* ---- seed and random numbers ------------------------------------------------------------ */
+
+uint64_t harness_seed(void)
+{
+    static int have;
+    static uint64_t seed;
+    if (have)
+        return seed;
+    const char *s = getenv("SEED");
+    if (s && *s) {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 0);
+        if (errno || *end || *s == '-') {
+            fprintf(stderr, "SEED=%s: not a number (give a decimal or 0x-hex seed, as printed "
+                            "by an earlier run)\n", s);
+            exit(2);
+        }
+        seed = v;
+    } else {
+        /* 32 bits keep the printed seed short enough to retype */
+        uint32_t v;
+        if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v) {
+            perror("getrandom");
+            exit(2);
+        }
+        seed = v;
+    }
+    have = 1;
+    return seed;
+}
+
+static uint64_t splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+void rng_init(struct rng *r, uint64_t seed)
+{
+    for (int i = 0; i < 4; i++)
+        r->s[i] = splitmix64(&seed);
+}
+
+static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+uint64_t rng_next(struct rng *r)
+{
+    uint64_t *s = r->s;
+    uint64_t out = rotl(s[1] * 5, 7) * 9;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return out;
+}
+
+double rng_uniform(struct rng *r, double lo, double hi)
+{
+    double u = (double)(rng_next(r) >> 11) * 0x1.0p-53; /* [0, 1) */
+    return lo + (hi - lo) * u;
+}
+
+void rng_fill_f32(struct rng *r, float *dst, size_t n, float lo, float hi)
+{
+    for (size_t i = 0; i < n; i++) {
+        float v = (float)rng_uniform(r, lo, hi);
+        dst[i] = v < hi ? v : lo; /* rounding to float can reach hi */
+    }
+}
+
+/* ---- comparison ------------------------------------------------------------------------- */
+
+struct cmp_result compare_f32(const float *got, const double *want, const double *scale,
+                              size_t n, size_t cols, double rtol, double atol)
+{
+    struct cmp_result c;
+    memset(&c, 0, sizeof c);
+    c.checked = n;
+    c.min_bad_row = c.min_bad_col = SIZE_MAX;
+    for (size_t i = 0; i < n; i++) {
+        double g = got[i], w = want[i];
+        double tol = atol + rtol * (scale ? scale[i] : fabs(w));
+        int ok;
+        if (!isfinite(g)) {
+            ok = 0;
+            c.nonfinite++;
+            if (isnan(g))
+                c.unwritten++;
+        } else {
+            double err = fabs(g - w);
+            ok = err <= tol;
+            double ratio = tol > 0 ? err / tol : (err > 0 ? INFINITY : 0);
+            if (ratio > c.worst_ratio)
+                c.worst_ratio = ratio;
+        }
+        if (ok)
+            continue;
+        if (c.nreport < CMP_MAX_REPORT)
+            c.first[c.nreport++] = (struct mismatch){ i, g, w, tol };
+        c.bad++;
+        size_t row = cols ? i / cols : i, col = cols ? i % cols : 0;
+        if (row < c.min_bad_row) c.min_bad_row = row;
+        if (row > c.max_bad_row) c.max_bad_row = row;
+        if (col < c.min_bad_col) c.min_bad_col = col;
+        if (col > c.max_bad_col) c.max_bad_col = col;
+    }
+    return c;
+}
+
+void cmp_describe(const struct cmp_result *c, size_t cols, char *buf, size_t len)
+{
+    size_t used = 0;
+#define PUT(...) do {                                                         \
+        int n_ = snprintf(buf + used, used < len ? len - used : 0, __VA_ARGS__); \
+        if (n_ > 0) used += (size_t)n_;                                       \
+    } while (0)
+    if (len)
+        buf[0] = '\0';
+    PUT("%zu of %zu wrong", c->bad, c->checked);
+    for (int i = 0; i < c->nreport; i++) {
+        const struct mismatch *m = &c->first[i];
+        if (cols)
+            PUT("%s (%zu,%zu): got %.7g, want %.7g", i ? ";" : ", first at",
+                m->index / cols, m->index % cols, m->got, m->want);
+        else
+            PUT("%s [%zu]: got %.7g, want %.7g", i ? ";" : ", first at", m->index, m->got,
+                m->want);
+    }
+#undef PUT
+}
+
+void cmp_hint(const struct cmp_result *c, size_t rows, size_t cols, char *buf, size_t len)
+{
+    if (len)
+        buf[0] = '\0';
+    if (c->bad == 0 || len == 0)
+        return;
+    if (c->unwritten == c->checked) {
+        snprintf(buf, len, "every element is still NaN, the poison the grader wrote before "
+                           "the launch: the kernel wrote nothing. Is the TODO done, and does "
+                           "the launcher launch it?");
+        return;
+    }
+    if (cols && c->unwritten == c->bad && c->min_bad_col > 0 && rows > 0) {
+        snprintf(buf, len, "only columns from %zu on were never written: does the grid cover "
+                           "all %zu columns (cdiv, not a plain division)?", c->min_bad_col, cols);
+        return;
+    }
+    if (cols && c->unwritten == c->bad && c->min_bad_row > 0) {
+        snprintf(buf, len, "only rows from %zu on were never written: does the grid cover all "
+                           "%zu rows (cdiv, not a plain division)?", c->min_bad_row, rows);
+        return;
+    }
+    if (c->unwritten == c->bad) {
+        snprintf(buf, len, "%zu elements were never written (still NaN): does every output "
+                           "element have a thread?", c->unwritten);
+        return;
+    }
+    if (c->nonfinite > c->unwritten) {
+        snprintf(buf, len, "Inf in the output: a read outside the inputs, or an overflow?");
+        return;
+    }
+}
+
+/* ---- references ------------------------------------------------------------------------ */
+
+void ref_matmul(const float *a, const float *b, double *c, double *scale, int m, int k, int n)
+{
+    size_t cells = (size_t)m * n;
+    if (c)
+        memset(c, 0, cells * sizeof *c);
+    if (scale)
+        memset(scale, 0, cells * sizeof *scale);
+    /* row, i, col order: the inner loop streams a row of B and a row of C */
+    for (int row = 0; row < m; row++) {
+        for (int i = 0; i < k; i++) {
+            double av = a[(size_t)row * k + i];
+            const float *brow = b + (size_t)i * n;
+            if (c) {
+                double *crow = c + (size_t)row * n;
+                for (int col = 0; col < n; col++)
+                    crow[col] += av * brow[col];
+            }
+            if (scale) {
+                double *srow = scale + (size_t)row * n, aa = fabs(av);
+                for (int col = 0; col < n; col++)
+                    srow[col] += aa * fabs((double)brow[col]);
+            }
+        }
+    }
+}
+
+double fp32_dot_rtol(int k)
+{
+    return (8.0 * sqrt((double)k) + 2.0) * 0x1.0p-24;
+}
+
+/* ---- statistics ------------------------------------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* ---- results ---------------------------------------------------------------------------- */
+
+static int mkdir_parents(const char *path)
+{
+    char buf[4096];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return 0;
+}
+
+int results_open(struct results *r, const char *path, const char *device, const char *driver)
+{
+    if (mkdir_parents(path) != 0)
+        return -1;
+    r->f = fopen(path, "w");
+    if (!r->f)
+        return -1;
+    snprintf(r->device, sizeof r->device, "%s", device);
+    char date[32];
+    time_t now = time(NULL);
+    strftime(date, sizeof date, "%Y-%m-%d", gmtime(&now));
+    fprintf(r->f, "# device: %s\n# driver: %s\n# date: %s\n", device, driver, date);
+    fprintf(r->f, "chapter\tkernel\tshape\tms\tgbs\tgflops\tdevice\n");
+    return 0;
+}
+
+void results_row(struct results *r, const char *chapter, const char *kernel, const char *shape,
+                 double ms, double gbs, double gflops)
+{
+    fprintf(r->f, "%s\t%s\t%s\t%.6g\t%.6g\t%.6g\t%s\n", chapter, kernel, shape, ms, gbs, gflops,
+            r->device);
+    fflush(r->f);
+}
+
+int results_close(struct results *r)
+{
+    int rc = fclose(r->f);
+    r->f = NULL;
+    return rc;
+}

@@ -1,0 +1,112 @@
+/* harness.h: the host-side pieces every grader and bench shares, in plain C11 (no CUDA here,
+ * so tests/harness.c can test all of it on any machine).
+ *
+ *   seed      one seed a run, printed, reproducible with SEED=
+ *   rng       xoshiro256** seeded by splitmix64: fast, good enough for test data
+ *   refs      double-precision references (matmul)
+ *   compare   got (fp32) against a double-precision reference, NaN-aware, with the first
+ *             mismatches and where the wrong elements sit (for hints)
+ *   stats     median of repeated timings
+ *   results   tab-separated rows: chapter, kernel, shape, ms, GB/s, GFLOP/s, device
+ */
+#ifndef HARNESS_H
+#define HARNESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cdiv.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- seed and random numbers ------------------------------------------------------------ */
+
+/* The run's seed: SEED from the environment when set (decimal or 0x hex; anything else is an
+ * error that exits with status 2), otherwise fresh from the system's entropy. Same value on
+ * every call within one process. */
+uint64_t harness_seed(void);
+
+struct rng { uint64_t s[4]; };
+
+void rng_init(struct rng *r, uint64_t seed);
+uint64_t rng_next(struct rng *r);
+/* Uniform in [lo, hi). */
+double rng_uniform(struct rng *r, double lo, double hi);
+/* Fill with uniform values in [lo, hi). */
+void rng_fill_f32(struct rng *r, float *dst, size_t n, float lo, float hi);
+
+/* ---- comparison against a double-precision reference ------------------------------------ */
+
+#define CMP_MAX_REPORT 3
+
+struct mismatch {
+    size_t index;
+    double got, want, tol;
+};
+
+struct cmp_result {
+    size_t checked;          /* elements compared */
+    size_t bad;              /* elements outside tolerance, NaN and Inf included */
+    size_t unwritten;        /* of those, still NaN: the poison was never overwritten */
+    size_t nonfinite;        /* of those, NaN or Inf (unwritten included) */
+    struct mismatch first[CMP_MAX_REPORT];
+    int nreport;
+    /* Where the bad elements are, for a matrix of `cols` columns (cols == 0: a vector). */
+    size_t min_bad_row, max_bad_row, min_bad_col, max_bad_col;
+    double worst_ratio;      /* max |got - want| / tol over the finite elements */
+};
+
+/* Compare n floats against a double reference. An element passes when it is finite and
+ *   |got - want| <= atol + rtol * s,  where s = scale[i] if scale != NULL, else |want|.
+ * For a dot product of length k, pass scale[i] = sum |a||b| and rtol = fp32_dot_rtol(k). */
+struct cmp_result compare_f32(const float *got, const double *want, const double *scale,
+                              size_t n, size_t cols, double rtol, double atol);
+
+/* "12 of 1000 wrong, first at (0,17): got nan, want 0.25; (0,18): ..." into buf. */
+void cmp_describe(const struct cmp_result *c, size_t cols, char *buf, size_t len);
+
+/* A guess at the cause from where the bad elements sit in a rows x cols output, or "" when
+ * nothing stands out: nothing written, a band of unwritten rows or columns at the edge. */
+void cmp_hint(const struct cmp_result *c, size_t rows, size_t cols, char *buf, size_t len);
+
+/* ---- references ------------------------------------------------------------------------ */
+
+/* Row-major C = A B in double (A m x k, B k x n), and scale = |A| |B|, the bound that
+ * compare_f32 measures a dot product's rounding against. Either output may be NULL. */
+void ref_matmul(const float *a, const float *b, double *c, double *scale, int m, int k, int n);
+
+/* The tolerance, relative to scale = sum |a||b|, of a fp32 dot product of length k computed
+ * in any order, fused or not: (8 sqrt(k) + 2) * 2^-24. The worst-case bound k * 2^-24 is so
+ * loose at large k that a dropped term passes; rounding errors add up like a random walk, and
+ * the probabilistic bound of Higham and Mary (SIAM J. Sci. Comput. 41(5), 2019) with
+ * lambda = 8 fails a correct element with probability below 1e-13. The 2 covers the final
+ * rounding to fp32. */
+double fp32_dot_rtol(int k);
+
+/* ---- statistics ------------------------------------------------------------------------- */
+
+/* Median of n values (n >= 1); v is reordered. */
+double median(double *v, int n);
+
+/* ---- results ---------------------------------------------------------------------------- */
+
+struct results {
+    FILE *f;
+    char device[128];
+};
+
+/* Open a results file and write its header: comment lines with device, driver and date, then
+ * the column names. Creates the parent directory. Returns 0, or -1 with errno set. */
+int results_open(struct results *r, const char *path, const char *device, const char *driver);
+void results_row(struct results *r, const char *chapter, const char *kernel, const char *shape,
+                 double ms, double gbs, double gflops);
+int results_close(struct results *r);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,384 @@
+/* harness.c: Check tests of the harness parts that run without a GPU: seed, random numbers,
+ * comparison and its hints, the matmul reference and its tolerance, statistics, results. */
+#define _GNU_SOURCE
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+/* ---- seed and rng ----------------------------------------------------------------------- */
+
+START_TEST(seed_from_env_is_used)
+{
+    setenv("SEED", "12345", 1);
+    ck_assert_uint_eq(harness_seed(), 12345);
+    setenv("SEED", "999", 1);
+    ck_assert_uint_eq(harness_seed(), 12345); /* one seed per process */
+}
+END_TEST
+
+START_TEST(seed_hex_is_accepted)
+{
+    setenv("SEED", "0x1f", 1);
+    ck_assert_uint_eq(harness_seed(), 31);
+}
+END_TEST
+
+START_TEST(seed_garbage_exits_2)
+{
+    setenv("SEED", "12abc", 1);
+    harness_seed();
+}
+END_TEST
+
+/* Without SEED every run draws a fresh seed: two processes agree with probability 2^-32. */
+static uint64_t seed_of_a_child(void)
+{
+    int fd[2];
+    ck_assert_int_eq(pipe(fd), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        uint64_t v = harness_seed();
+        ssize_t w = write(fd[1], &v, sizeof v);
+        _exit(w == (ssize_t)sizeof v ? 0 : 1);
+    }
+    uint64_t v = 0;
+    ck_assert_int_eq(read(fd[0], &v, sizeof v), (ssize_t)sizeof v);
+    close(fd[0]);
+    close(fd[1]);
+    return v;
+}
+
+START_TEST(seed_without_env_differs_between_processes)
+{
+    unsetenv("SEED");
+    uint64_t a = seed_of_a_child(), b = seed_of_a_child();
+    ck_assert_msg(a != b, "two runs drew the same seed %llu", (unsigned long long)a);
+}
+END_TEST
+
+START_TEST(rng_is_reproducible)
+{
+    struct rng a, b;
+    rng_init(&a, 42);
+    rng_init(&b, 42);
+    for (int i = 0; i < 1000; i++)
+        ck_assert_uint_eq(rng_next(&a), rng_next(&b));
+    rng_init(&b, 43);
+    int same = 0;
+    rng_init(&a, 42);
+    for (int i = 0; i < 1000; i++)
+        same += rng_next(&a) == rng_next(&b);
+    ck_assert_int_lt(same, 2);
+}
+END_TEST
+
+START_TEST(rng_fill_stays_in_range_and_is_not_constant)
+{
+    struct rng r;
+    rng_init(&r, 7);
+    enum { N = 100000 };
+    static float v[N];
+    rng_fill_f32(&r, v, N, -1.0f, 1.0f);
+    double sum = 0, lo = 1, hi = -1;
+    int zeros = 0;
+    for (int i = 0; i < N; i++) {
+        ck_assert(v[i] >= -1.0f && v[i] < 1.0f);
+        sum += v[i];
+        lo = fmin(lo, v[i]);
+        hi = fmax(hi, v[i]);
+        zeros += v[i] == 0.0f;
+    }
+    ck_assert_double_lt(fabs(sum / N), 0.02);  /* mean of U(-1,1) is 0, sd/sqrt(N) = 0.0018 */
+    ck_assert_double_lt(lo, -0.99);
+    ck_assert_double_gt(hi, 0.99);
+    ck_assert_int_lt(zeros, 3);
+}
+END_TEST
+
+/* ---- compare ---------------------------------------------------------------------------- */
+
+START_TEST(compare_passes_within_tolerance)
+{
+    float got[3] = { 1.0f, 2.0f + 1e-6f, -3.0f };
+    double want[3] = { 1.0, 2.0, -3.0 };
+    struct cmp_result c = compare_f32(got, want, NULL, 3, 0, 1e-5, 0.0);
+    ck_assert_uint_eq(c.bad, 0);
+    ck_assert_uint_eq(c.checked, 3);
+}
+END_TEST
+
+START_TEST(compare_fails_outside_tolerance_and_reports_index)
+{
+    float got[4] = { 1.0f, 2.0f, 3.1f, 4.0f };
+    double want[4] = { 1.0, 2.0, 3.0, 4.0 };
+    struct cmp_result c = compare_f32(got, want, NULL, 4, 2, 1e-5, 0.0);
+    ck_assert_uint_eq(c.bad, 1);
+    ck_assert_int_eq(c.nreport, 1);
+    ck_assert_uint_eq(c.first[0].index, 2);
+    ck_assert_uint_eq(c.min_bad_row, 1);
+    ck_assert_uint_eq(c.min_bad_col, 0);
+    char buf[256];
+    cmp_describe(&c, 2, buf, sizeof buf);
+    ck_assert_msg(strstr(buf, "1 of 4 wrong") && strstr(buf, "(1,0)") && strstr(buf, "3.1"),
+                  "describe said: %s", buf);
+}
+END_TEST
+
+START_TEST(compare_never_passes_nan_or_inf)
+{
+    float got[3] = { NAN, INFINITY, -INFINITY };
+    double want[3] = { 0.0, 1e300, -1e300 };
+    /* even with a tolerance that would accept anything finite */
+    struct cmp_result c = compare_f32(got, want, NULL, 3, 0, 1e300, 1e300);
+    ck_assert_uint_eq(c.bad, 3);
+    ck_assert_uint_eq(c.nonfinite, 3);
+    ck_assert_uint_eq(c.unwritten, 1);
+}
+END_TEST
+
+START_TEST(compare_uses_scale_when_given)
+{
+    /* want is tiny from cancellation; |a||b| is large: the error is fine relative to scale */
+    float got[1] = { 1e-6f };
+    double want[1] = { 0.0 }, scale[1] = { 100.0 };
+    ck_assert_uint_eq(compare_f32(got, want, scale, 1, 0, 1e-7, 0.0).bad, 0);
+    ck_assert_uint_eq(compare_f32(got, want, NULL, 1, 0, 1e-7, 0.0).bad, 1);
+}
+END_TEST
+
+START_TEST(compare_reports_at_most_three)
+{
+    float got[10];
+    double want[10];
+    for (int i = 0; i < 10; i++) {
+        got[i] = (float)i + 1.0f;
+        want[i] = i;
+    }
+    struct cmp_result c = compare_f32(got, want, NULL, 10, 5, 1e-5, 0.0);
+    ck_assert_uint_eq(c.bad, 10);
+    ck_assert_int_eq(c.nreport, CMP_MAX_REPORT);
+    ck_assert_uint_eq(c.first[2].index, 2);
+}
+END_TEST
+
+/* ---- hints ------------------------------------------------------------------------------ */
+
+static struct cmp_result poisoned_where(int rows, int cols, int from_row, int from_col)
+{
+    static float got[64 * 64];
+    static double want[64 * 64];
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) {
+            want[r * cols + c] = r + c;
+            got[r * cols + c] = r >= from_row || c >= from_col ? NAN : (float)(r + c);
+        }
+    return compare_f32(got, want, NULL, (size_t)rows * cols, (size_t)cols, 1e-6, 0.0);
+}
+
+START_TEST(hint_nothing_written)
+{
+    char h[400];
+    struct cmp_result c = poisoned_where(8, 8, 0, 0);
+    cmp_hint(&c, 8, 8, h, sizeof h);
+    ck_assert_msg(strstr(h, "wrote nothing"), "hint: %s", h);
+}
+END_TEST
+
+START_TEST(hint_missing_columns)
+{
+    char h[400];
+    struct cmp_result c = poisoned_where(8, 40, 8, 32);
+    cmp_hint(&c, 8, 40, h, sizeof h);
+    ck_assert_msg(strstr(h, "columns from 32") && strstr(h, "cdiv"), "hint: %s", h);
+}
+END_TEST
+
+START_TEST(hint_missing_rows)
+{
+    char h[400];
+    struct cmp_result c = poisoned_where(40, 8, 32, 8);
+    cmp_hint(&c, 40, 8, h, sizeof h);
+    ck_assert_msg(strstr(h, "rows from 32"), "hint: %s", h);
+}
+END_TEST
+
+START_TEST(hint_silent_on_plain_wrong_values)
+{
+    char h[400];
+    float got[4] = { 1, 2, 3, 5 };
+    double want[4] = { 1, 2, 3, 4 };
+    struct cmp_result c = compare_f32(got, want, NULL, 4, 2, 1e-6, 0.0);
+    cmp_hint(&c, 2, 2, h, sizeof h);
+    ck_assert_str_eq(h, "");
+}
+END_TEST
+
+/* ---- matmul reference and its tolerance ------------------------------------------------- */
+
+START_TEST(ref_matmul_matches_definition)
+{
+    enum { M = 5, K = 7, N = 3 };
+    float a[M * K], b[K * N];
+    double c[M * N], s[M * N];
+    struct rng r;
+    rng_init(&r, 1);
+    rng_fill_f32(&r, a, M * K, -1, 1);
+    rng_fill_f32(&r, b, K * N, -1, 1);
+    ref_matmul(a, b, c, s, M, K, N);
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double want = 0, sc = 0;
+            for (int t = 0; t < K; t++) {
+                want += (double)a[i * K + t] * b[t * N + j];
+                sc += fabs((double)a[i * K + t] * b[t * N + j]);
+            }
+            ck_assert_double_eq_tol(c[i * N + j], want, 1e-12);
+            ck_assert_double_eq_tol(s[i * N + j], sc, 1e-12);
+        }
+}
+END_TEST
+
+/* The tolerance must accept a plain fp32 loop of any length (it can never fail a correct
+ * kernel) and reject one that drops a single term (the bug it exists to catch). */
+START_TEST(fp32_tolerance_accepts_fp32_and_rejects_a_dropped_term)
+{
+    static const int KS[] = { 1, 9, 33, 517, 1001, 4096 };
+    struct rng r;
+    rng_init(&r, 2024);
+    for (size_t t = 0; t < sizeof KS / sizeof KS[0]; t++) {
+        int k = KS[t];
+        enum { ROWS = 64 };
+        float *a = malloc(sizeof(float) * ROWS * k), *b = malloc(sizeof(float) * k);
+        double ref[ROWS], scale[ROWS];
+        float fwd[ROWS], dropped[ROWS];
+        rng_fill_f32(&r, a, (size_t)ROWS * k, -1, 1);
+        rng_fill_f32(&r, b, (size_t)k, -1, 1);
+        ref_matmul(a, b, ref, scale, ROWS, k, 1);
+        for (int row = 0; row < ROWS; row++) {
+            float acc = 0, acc2 = 0;
+            for (int i = 0; i < k; i++) {
+                acc = fmaf(a[row * k + i], b[i], acc);
+                if (i != k / 2)
+                    acc2 += a[row * k + i] * b[i];
+            }
+            fwd[row] = acc;
+            dropped[row] = acc2;
+        }
+        struct cmp_result ok = compare_f32(fwd, ref, scale, ROWS, 1, fp32_dot_rtol(k), 0);
+        ck_assert_msg(ok.bad == 0, "k=%d: a correct fp32 sum failed (worst %.2f of tol)", k,
+                      ok.worst_ratio);
+        struct cmp_result bad = compare_f32(dropped, ref, scale, ROWS, 1, fp32_dot_rtol(k), 0);
+        ck_assert_msg(bad.bad > ROWS / 2, "k=%d: a dropped term passed in %zu of %d rows", k,
+                      ROWS - bad.bad, ROWS);
+        free(a);
+        free(b);
+    }
+}
+END_TEST
+
+/* ---- statistics and results ------------------------------------------------------------- */
+
+START_TEST(median_odd_and_even)
+{
+    double v[5] = { 5, 1, 4, 2, 3 };
+    ck_assert_double_eq(median(v, 5), 3);
+    double w[4] = { 10, 1, 3, 2 };
+    ck_assert_double_eq(median(w, 4), 2.5);
+    double one[1] = { 7 };
+    ck_assert_double_eq(median(one, 1), 7);
+}
+END_TEST
+
+START_TEST(cdiv_rounds_up)
+{
+    ck_assert_int_eq(cdiv(1, 32), 1);
+    ck_assert_int_eq(cdiv(32, 32), 1);
+    ck_assert_int_eq(cdiv(33, 32), 2);
+    ck_assert_int_eq(cdiv(1000, 32), 32);
+}
+END_TEST
+
+START_TEST(results_writes_header_and_rows)
+{
+    char dir[] = "/tmp/harness-test-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char path[256];
+    snprintf(path, sizeof path, "%s/sub/dir/r.tsv", dir);
+    struct results r;
+    ck_assert_int_eq(results_open(&r, path, "Test GPU", "driver 1.0"), 0);
+    results_row(&r, "01-x", "naive", "4x4x4", 1.5, 2.5, 3.5);
+    ck_assert_int_eq(results_close(&r), 0);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    char line[256];
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+    ck_assert_str_eq(line, "# device: Test GPU\n");
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+    ck_assert_str_eq(line, "# driver: driver 1.0\n");
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+    ck_assert(strncmp(line, "# date: 20", 10) == 0);
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+    ck_assert_str_eq(line, "chapter\tkernel\tshape\tms\tgbs\tgflops\tdevice\n");
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+    ck_assert_str_eq(line, "01-x\tnaive\t4x4x4\t1.5\t2.5\t3.5\tTest GPU\n");
+    ck_assert_ptr_null(fgets(line, sizeof line, f));
+    fclose(f);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("harness");
+    TCase *tc = tcase_create("seed");
+    tcase_add_test(tc, seed_from_env_is_used);
+    tcase_add_test(tc, seed_hex_is_accepted);
+    tcase_add_exit_test(tc, seed_garbage_exits_2, 2);
+    tcase_add_test(tc, seed_without_env_differs_between_processes);
+    tcase_add_test(tc, rng_is_reproducible);
+    tcase_add_test(tc, rng_fill_stays_in_range_and_is_not_constant);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("compare");
+    tcase_add_test(tc, compare_passes_within_tolerance);
+    tcase_add_test(tc, compare_fails_outside_tolerance_and_reports_index);
+    tcase_add_test(tc, compare_never_passes_nan_or_inf);
+    tcase_add_test(tc, compare_uses_scale_when_given);
+    tcase_add_test(tc, compare_reports_at_most_three);
+    tcase_add_test(tc, hint_nothing_written);
+    tcase_add_test(tc, hint_missing_columns);
+    tcase_add_test(tc, hint_missing_rows);
+    tcase_add_test(tc, hint_silent_on_plain_wrong_values);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("reference");
+    tcase_add_test(tc, ref_matmul_matches_definition);
+    tcase_add_test(tc, fp32_tolerance_accepts_fp32_and_rejects_a_dropped_term);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("stats");
+    tcase_add_test(tc, median_odd_and_even);
+    tcase_add_test(tc, cdiv_rounds_up);
+    tcase_add_test(tc, results_writes_header_and_rows);
+    suite_add_tcase(s, tc);
+
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    int run = srunner_ntests_run(sr);
+    const char *counts = getenv("GRADE_COUNTS");
+    if (counts && *counts) {
+        FILE *f = fopen(counts, "a");
+        if (f) {
+            fprintf(f, "harness\thost\t%d\t%d\n", run - failed, failed);
+            fclose(f);
+        }
+    }
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

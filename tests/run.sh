@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# run.sh: what `make test` runs after the set-up. Each step prints its own output; the last
+# line is the tally. Exit status 0 only when every step passed.
+#
+#   1. every kernel file compiles with nvcc for every ARCH, warnings as errors
+#   2. the harness's own Check tests
+#   3. every grader links, against the starters and against the solutions
+#   4. both directions, on a GPU when one answers: each solution passes its grader and each
+#      starter fails it
+#   5. the plots from the committed measurements, and build/book.pdf
+set -uo pipefail
+make_=${MAKE:-make}
+counts=build/test-counts.tsv
+mkdir -p build
+: > "$counts"
+passed=0 failed=0 failures=()
+
+step() { # step NAME COMMAND...: run a step, count it
+    local name=$1; shift
+    echo
+    echo "== $name"
+    if "$@"; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1)); failures+=("$name")
+        echo "== FAILED: $name"
+    fi
+}
+
+checks() { # checks NAME COMMAND...: a Check program; its own tests are tallied from $counts
+    local name=$1; shift
+    echo
+    echo "== $name"
+    local before
+    before=$(wc -l < "$counts")
+    if ! GRADE_COUNTS=$counts "$@"; then
+        echo "== FAILED: $name"
+        failures+=("$name")
+        # a program that died before its tally still counts as one failure
+        [[ $(wc -l < "$counts") -gt $before ]] || failed=$((failed + 1))
+    fi
+}
+
+# directions BACKEND: every solution passes its grader, every starter fails it
+directions() {
+    local b=$1 c out rc
+    for c in $CHAPTERS_ALL; do
+        out=$(build/$b/solutions/$c/grade 2>&1); rc=$?
+        if [[ $rc -eq 0 ]]; then
+            echo "ok    $c: the solution passes ($b)"; passed=$((passed + 1))
+        else
+            echo "$out"; echo "FAIL  $c: the solution fails its grader ($b)"
+            failed=$((failed + 1)); failures+=("$c solution on $b")
+        fi
+        out=$(build/$b/chapters/$c/grade 2>&1); rc=$?
+        # a starter must fail by failing tests, not by crashing the grader itself
+        if [[ $rc -eq 1 ]] && grep -q "^$c  FAIL" <<<"$out"; then
+            echo "ok    $c: the starter fails ($b): $(grep -m1 '  FAIL  ' <<<"$out" | sed 's/^ *//')"
+            passed=$((passed + 1))
+        else
+            echo "$out"; echo "FAIL  $c: the starter does not fail its grader as it should ($b, exit $rc)"
+            failed=$((failed + 1)); failures+=("$c starter on $b")
+        fi
+    done
+}
+
+step "compile every kernel file for sm_${ARCH:-75 80 86 89 90} (nvcc, warnings as errors)" \
+    $make_ --no-print-directory -s compile-all
+step "build the harness tests and every grader (starters and solutions)" \
+    $make_ --no-print-directory -s gpu-build
+checks "harness tests" build/cuda/tests/harness
+
+echo
+echo "== both directions"
+if device=$(build/cuda/probe); then
+    echo "GPU: $device"
+    directions cuda
+else
+    echo "no GPU answered ($device): the both-directions check runs where one does"
+fi
+
+step "plots from the committed measurements" $make_ --no-print-directory -s plots
+step "the book" $make_ --no-print-directory -s book
+step "the book holds every chapter and its figure" tests/book.sh
+
+# Check programs' own tallies
+while IFS=$'\t' read -r _ _ p f; do
+    passed=$((passed + p)); failed=$((failed + f))
+done < "$counts"
+
+echo
+if ((${#failures[@]})); then
+    echo "failed: ${failures[*]}"
+fi
+echo "test: $passed passed, $failed failed"
+[[ $failed -eq 0 && ${#failures[@]} -eq 0 ]]
