@@ -32,9 +32,9 @@ GENCODE   := $(foreach a,$(ARCH),-gencode arch=compute_$a,code=sm_$a) \
              -gencode arch=compute_$(lastword $(ARCH)),code=compute_$(lastword $(ARCH))
 NVCCFLAGS := -std=c++17 -O3 -lineinfo $(GENCODE) -Werror all-warnings \
              -Xcompiler -Wall,-Wextra,-Werror -MMD -MP
-# A kernel file sees the harness and its chapter's contract header; a solution file sees the
-# header of the chapter it solves (one copy of each contract).
-CU_INC     = -Iharness -I$(subst solutions/,chapters/,$(patsubst %/,%,$(dir $<)))
+# A kernel file sees the harness and its chapter's contract header, wherever it lives
+# (chapters/, solutions/, a mutant under build/): one copy of each contract.
+CU_INC     = -Iharness -Ichapters/$(firstword $(filter $(CHAPTERS_ALL),$(subst /, ,$<)))
 
 CHECK_LIBS := -Wl,-Bstatic -lcheck -lsubunit -Wl,-Bdynamic -lrt -lm -lpthread
 LDLIBS_cuda := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -Wl,--as-needed -lcublas -lcudart_static \
@@ -93,10 +93,30 @@ build/emu/libharness.a: $(call HARNESS_OBJS,emu)
 # build/BACKEND/SIDE/CHAPTER/grade: the chapter's grader linked with one side's kernels
 define grader_rule
 build/$1/$2/$3/grade: build/$1/tests/$3.o $(patsubst %.cu,build/$1/%.o,$(call cu_sources,$2,$3)) build/$1/libharness.a $(LIBDEP_$1)
+	@mkdir -p $$(@D)
 	$(CXX) -o $$@ $$(filter %.o,$$^) build/$1/libharness.a $(LDLIBS_$1)
 endef
 $(foreach b,cuda emu,$(foreach s,chapters solutions,$(foreach c,$(CHAPTERS_ALL),\
   $(eval $(call grader_rule,$b,$s,$c)))))
+
+# Known-bug kernels: tests/mutants/CHAPTER/NAME.patch applied to a solution file. Each one's
+# grader links the patched file in place of the original, and `make test` requires it to fail.
+MUTANTS := $(patsubst tests/mutants/%.patch,%,$(wildcard tests/mutants/*/*.patch))
+mutant_file = $(notdir $(shell sed -n 's|^+++ b/||p' tests/mutants/$1.patch | head -n 1))
+
+define mutant_src
+build/mutants/$1/$2: tests/mutants/$1.patch harness/mutate.sh
+	harness/mutate.sh $$< $$(@D)
+endef
+$(foreach m,$(MUTANTS),$(eval $(call mutant_src,$m,$(call mutant_file,$m))))
+
+mutant_chapter = $(firstword $(subst /, ,$1))
+define mutant_rule
+build/$1/mutants/$2/grade: build/$1/tests/$(call mutant_chapter,$2).o build/$1/build/mutants/$2/$(3:.cu=.o) $(patsubst %.cu,build/$1/%.o,$(filter-out %/$3,$(call cu_sources,solutions,$(call mutant_chapter,$2)))) build/$1/libharness.a $(LIBDEP_$1)
+	@mkdir -p $$(@D)
+	$(CXX) -o $$@ $$(filter %.o,$$^) build/$1/libharness.a $(LDLIBS_$1)
+endef
+$(foreach b,cuda emu,$(foreach m,$(MUTANTS),$(eval $(call mutant_rule,$b,$m,$(call mutant_file,$m)))))
 
 build/cuda/probe: build/cuda/harness/probe.o build/cuda/libharness.a
 	$(CXX) -o $@ $^ $(LDLIBS_cuda)
@@ -123,7 +143,10 @@ compile-all: $(patsubst %.cu,build/cuda/%.o,$(CU_ALL))
 .PHONY: gpu-build
 gpu-build:
 	$(MAKE) --no-print-directory B=cuda SIDES="chapters solutions" CHAPTERS="$(CHAPTERS_ALL)" \
-	  graders build/cuda/probe build/cuda/tests/harness
+	  graders mutants build/cuda/probe build/cuda/tests/harness
+
+.PHONY: mutants
+mutants: $(foreach m,$(MUTANTS),build/$(B)/mutants/$m/grade)
 
 # ---- the targets -------------------------------------------------------------------------
 

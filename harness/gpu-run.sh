@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # gpu-run.sh OUTDIR: on a machine with a GPU, run what `make gpu-build` built, without
 # rebuilding (the machine needs no Check, gnuplot or network): the probe, the harness tests,
-# every solution's grader (must pass), every starter's grader (must fail), and every
-# solution's bench. Logs and results go to OUTDIR; the last lines are a summary.
+# every solution's grader (must pass), every starter's grader (must fail), every known-bug
+# kernel's grader (must fail), and every solution's bench. Logs and results go to OUTDIR; the last lines are a summary.
 set -uo pipefail
 out=${1:?usage: harness/gpu-run.sh OUTDIR}
 mkdir -p "$out"
@@ -27,6 +27,12 @@ for dir in build/cuda/solutions/*/; do
         build/cuda/solutions/$c/grade --bench "$out/$c.tsv" > "$out/$c-bench.log" 2>&1
         note "$c bench: exit $?"
     fi
+done
+for g in build/cuda/mutants/*/*/grade; do
+    m=${g#build/cuda/mutants/}; m=${m%/grade}
+    res=$("$g" 2>&1); rc=$?
+    printf '== %s\n%s\n' "$m" "$res" >> "$out/mutants.log"
+    note "mutant $m: exit $rc ($(grep -m1 '^  FAIL  ' <<<"$res" | cut -c1-120))"
 done
 echo
 printf '%s\n' "${summary[@]}"

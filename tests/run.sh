@@ -5,8 +5,8 @@
 #   1. every kernel file compiles with nvcc for every ARCH, warnings as errors
 #   2. the harness's own Check tests
 #   3. every grader links, against the starters and against the solutions
-#   4. both directions, on a GPU when one answers: each solution passes its grader and each
-#      starter fails it
+#   4. both directions, on a GPU when one answers: each solution passes its grader, each
+#      starter fails it, and each known-bug kernel (tests/mutants/) fails it
 #   5. the plots from the committed measurements, and build/book.pdf
 set -uo pipefail
 make_=${MAKE:-make}
@@ -60,6 +60,20 @@ directions() {
         else
             echo "$out"; echo "FAIL  $c: the starter does not fail its grader as it should ($b, exit $rc)"
             failed=$((failed + 1)); failures+=("$c starter on $b")
+        fi
+    done
+    # every known-bug kernel fails, and says how
+    local g m
+    for g in build/$b/mutants/*/*/grade; do
+        [[ -x $g ]] || continue
+        m=${g#build/$b/mutants/}; m=${m%/grade}
+        out=$($g 2>&1); rc=$?
+        if [[ $rc -eq 1 ]] && grep -q '^  FAIL  ' <<<"$out"; then
+            echo "ok    mutant $m fails ($b): $(grep -m1 '^  FAIL  ' <<<"$out" | sed 's/^ *FAIL  //' | cut -c1-150)"
+            passed=$((passed + 1))
+        else
+            echo "$out"; echo "FAIL  mutant $m passes its grader ($b, exit $rc): $(head -n 1 tests/mutants/$m.patch)"
+            failed=$((failed + 1)); failures+=("mutant $m on $b")
         fi
     done
 }
