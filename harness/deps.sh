@@ -9,7 +9,7 @@ set -euo pipefail
 what=${1:-test}
 case $what in
     grade) pkgs=(check) ;;
-    test)  pkgs=(check gnuplot-nox pandoc poppler-utils texlive-latex-recommended
+    test)  pkgs=(check patch gnuplot-nox pandoc poppler-utils texlive-latex-recommended
                  texlive-fonts-recommended lmodern) ;;
     book)  pkgs=(gnuplot-nox pandoc poppler-utils texlive-latex-recommended
                  texlive-fonts-recommended lmodern) ;;

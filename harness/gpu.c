@@ -73,16 +73,22 @@ int gpu_probe(struct device_info *info, char *why, size_t why_len)
     snprintf(info->driver, sizeof info->driver, "CPU backend");
 #else
     /* the kernel module's own version (580.159.04) says more than the CUDA version it
-     * supports; Linux shows it in /proc */
+     * supports; Linux shows it in /proc: "NVRM version: NVIDIA UNIX ... Kernel Module for
+     * x86_64  580.159.04  Release Build ..." (the first word with two dots) */
     char module[32] = "";
     FILE *f = fopen("/proc/driver/nvidia/version", "r");
     if (f) {
-        char line[256];
-        if (fgets(line, sizeof line, f)) {
-            const char *p = strstr(line, "Kernel Module");
-            if (p && sscanf(p + strlen("Kernel Module"), " %31s", module) != 1)
-                module[0] = '\0';
-        }
+        char line[512];
+        if (fgets(line, sizeof line, f))
+            for (char *w = strtok(line, " \t\n"); w; w = strtok(NULL, " \t\n")) {
+                unsigned a, b, c;
+                char tail;
+                if (sscanf(w, "%u.%u.%u%c", &a, &b, &c, &tail) == 3 ||
+                    sscanf(w, "%u.%u%c", &a, &b, &tail) == 2) {
+                    snprintf(module, sizeof module, "%s", w);
+                    break;
+                }
+            }
         fclose(f);
     }
     snprintf(info->driver, sizeof info->driver, "%s%sCUDA driver %d.%d, runtime %d.%d", module,
