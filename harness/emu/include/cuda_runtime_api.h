@@ -63,6 +63,9 @@ cudaError_t cudaMemcpyToSymbol(const void *symbol, const void *src, size_t count
 cudaError_t cudaMemcpyFromSymbol(void *dst, const void *symbol, size_t count, size_t offset EMU_DV(0),
                                  enum cudaMemcpyKind kind EMU_DV(cudaMemcpyDeviceToHost));
 cudaError_t cudaGetSymbolAddress(void **dev_ptr, const void *symbol);
+/* emu only: lets cudaMemcpy accept [symbol, symbol + size) as device memory. The C++ forms of
+ * the symbol calls below register the variable they are given. */
+void emu_register_symbol(const void *symbol, size_t size);
 
 /* Streams and events. Work is done when it is issued, so every stream is in order and
  * complete; event times are host time (CLOCK_MONOTONIC), never a GPU timing. */
@@ -123,6 +126,7 @@ static inline cudaError_t cudaMemcpyFromSymbol(void *dst, const T &symbol, size_
 template <class T>
 static inline cudaError_t cudaGetSymbolAddress(void **dev_ptr, const T &symbol)
 {
+    emu_register_symbol(static_cast<const void *>(&symbol), sizeof(T));
     return cudaGetSymbolAddress(dev_ptr, static_cast<const void *>(&symbol));
 }
 template <class T>

@@ -48,7 +48,7 @@
 #define __launch_bounds__(...)
 #undef __grid_constant__
 #define __grid_constant__
-#define warpSize 32
+static constexpr int warpSize = 32; /* a variable, as in CUDA: cudaDeviceProp has a field of that name */
 
 /* ---- the current CUDA thread, set by the scheduler before it resumes a fiber */
 extern "C" {
@@ -338,7 +338,12 @@ inline unsigned atomicDec(unsigned *p, unsigned limit)
 }
 inline float atomicAdd(float *p, float v) { return emu::atomic_update(p, [v](float o) { return o + v; }); }
 inline double atomicAdd(double *p, double v) { return emu::atomic_update(p, [v](double o) { return o + v; }); }
-inline float atomicExch(float *p, float v) { return __atomic_exchange_n(p, v, __ATOMIC_RELAXED); }
+inline float atomicExch(float *p, float v)
+{
+    float old;
+    __atomic_exchange(p, &v, &old, __ATOMIC_RELAXED);
+    return old;
+}
 #define EMU_ATOMIC_SCOPES(name)                                                                  \
     template <class... A> inline auto name##_block(A... a)->decltype(name(a...)) { return name(a...); } \
     template <class... A> inline auto name##_system(A... a)->decltype(name(a...)) { return name(a...); }

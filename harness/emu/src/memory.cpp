@@ -1,0 +1,395 @@
+/* memory.cpp: device memory of the emu backend.
+ *
+ * Every cudaMalloc gets its own mapping, laid out so that a kernel that steps outside it faults:
+ *
+ *   | guard (PROT_NONE) | padding | buffer, 16-byte aligned | <16 B padding | guard (PROT_NONE) |
+ *                       ^ page boundary                             page boundary ^
+ *
+ * The buffer ends at most 15 bytes before the guard page that follows it, so an overrun (the
+ * usual missing bounds check) faults on the first access past those bytes; the fault handler in
+ * sched.cpp turns it into cudaErrorIllegalAddress with the thread and the source line. The
+ * padding on both sides holds a pattern that is checked after every kernel, so a write into it
+ * is reported too (without the thread: it did not fault). Freed mappings stay PROT_NONE for a
+ * while (a quarantine), so a use after cudaFree faults as well.
+ *
+ * The price: cudaMalloc returns 16-byte aligned pointers, not 256-byte aligned ones as a GPU
+ * does (enough for every vector type), and each allocation costs a system call and a page. */
+#include "internal.h"
+
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <iterator>
+#include <map>
+#include <mutex>
+#include <sys/mman.h>
+#include <unistd.h>
+
+namespace emu {
+namespace {
+
+constexpr size_t PAGE = 4096;
+constexpr size_t GUARD = 256 * 1024; /* a large stride past the end still lands in it */
+constexpr size_t ALIGN = 16;
+constexpr unsigned char PAD_BYTE = 0xeb;
+constexpr size_t QUARANTINE = 64; /* freed mappings kept PROT_NONE */
+
+struct Allocation {
+    uintptr_t base;   /* what cudaMalloc returned */
+    size_t size;      /* what was asked for */
+    uintptr_t map;    /* the whole mapping, guards included */
+    size_t map_len;
+    uintptr_t data;   /* first readable byte (page aligned) */
+    size_t data_len;  /* readable bytes */
+};
+
+std::mutex g_mutex;
+std::map<uintptr_t, Allocation> g_live;  /* by base */
+std::deque<Allocation> g_freed;          /* quarantine, oldest first */
+std::map<uintptr_t, size_t> g_symbols;   /* __device__ variables seen through the symbol API */
+size_t g_in_use;
+
+size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
+/* The live allocation whose mapping (guards included) contains addr, if any. */
+const Allocation *mapping_of(const std::map<uintptr_t, Allocation> &m, uintptr_t addr)
+{
+    auto it = m.upper_bound(addr + GUARD + PAGE);
+    while (it != m.begin()) {
+        --it;
+        const Allocation &a = it->second;
+        if (addr >= a.map && addr < a.map + a.map_len)
+            return &a;
+        if (a.map + a.map_len + 2 * GUARD + 2 * PAGE < addr)
+            break;
+    }
+    return nullptr;
+}
+
+bool padding_intact(const Allocation &a, uintptr_t *bad)
+{
+    for (uintptr_t p = a.data; p < a.base; ++p)
+        if (*(const unsigned char *)p != PAD_BYTE)
+            return *bad = p, false;
+    for (uintptr_t p = a.base + a.size; p < a.data + a.data_len; ++p)
+        if (*(const unsigned char *)p != PAD_BYTE)
+            return *bad = p, false;
+    return true;
+}
+
+void fill_padding(const Allocation &a)
+{
+    std::memset((void *)a.data, PAD_BYTE, a.base - a.data);
+    std::memset((void *)(a.base + a.size), PAD_BYTE, a.data + a.data_len - a.base - a.size);
+}
+
+cudaError_t allocate(void **ptr, size_t size)
+{
+    if (!ptr)
+        return record(cudaErrorInvalidValue);
+    if (cudaError_t e = api_check())
+        return e;
+    *ptr = nullptr;
+    if (size == 0)
+        return cudaSuccess;
+    size_t total = (size_t)sysconf(_SC_PHYS_PAGES) * (size_t)sysconf(_SC_PAGESIZE);
+    if (size > total)
+        return record(cudaErrorMemoryAllocation);
+    Allocation a;
+    a.data_len = round_up(round_up(size, ALIGN), PAGE);
+    a.map_len = a.data_len + 2 * GUARD;
+    void *m = mmap(nullptr, a.map_len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED)
+        return record(cudaErrorMemoryAllocation);
+    a.map = (uintptr_t)m;
+    a.data = a.map + GUARD;
+    if (mprotect((void *)a.data, a.data_len, PROT_READ | PROT_WRITE) != 0) {
+        munmap(m, a.map_len);
+        return record(cudaErrorMemoryAllocation);
+    }
+    a.base = a.data + a.data_len - round_up(size, ALIGN);
+    a.size = size;
+    fill_padding(a);
+    std::lock_guard<std::mutex> lock(g_mutex);
+    g_live[a.base] = a;
+    g_in_use += a.data_len;
+    *ptr = (void *)a.base;
+    return cudaSuccess;
+}
+
+cudaError_t release(void *ptr)
+{
+    if (!ptr)
+        return sync_check();
+    Allocation a;
+    {
+        std::lock_guard<std::mutex> lock(g_mutex);
+        auto it = g_live.find((uintptr_t)ptr);
+        if (it == g_live.end())
+            return record(cudaErrorInvalidValue);
+        a = it->second;
+        g_live.erase(it);
+        g_in_use -= a.data_len;
+        mprotect((void *)a.data, a.data_len, PROT_NONE);
+        g_freed.push_back(a);
+        if (g_freed.size() > QUARANTINE) {
+            munmap((void *)g_freed.front().map, g_freed.front().map_len);
+            g_freed.pop_front();
+        }
+    }
+    return sync_check(); /* cudaFree synchronises the device */
+}
+
+std::string format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+std::string format(const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    std::vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    return buf;
+}
+
+} /* namespace */
+
+Where classify(const void *p, size_t n)
+{
+    uintptr_t a = (uintptr_t)p;
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (const Allocation *m = mapping_of(g_live, a)) {
+        return a >= m->base && n <= m->size && a - m->base <= m->size - n ? Where::DEVICE
+                                                                         : Where::DEVICE_OVERRUN;
+    }
+    auto s = g_symbols.upper_bound(a);
+    if (s != g_symbols.begin()) {
+        --s;
+        if (a >= s->first && a - s->first < s->second)
+            return n <= s->second - (a - s->first) ? Where::DEVICE : Where::DEVICE_OVERRUN;
+    }
+    return Where::HOST;
+}
+
+std::string check_padding()
+{
+    std::lock_guard<std::mutex> lock(g_mutex);
+    for (auto &entry : g_live) {
+        const Allocation &a = entry.second;
+        uintptr_t bad;
+        if (padding_intact(a, &bad))
+            continue;
+        fill_padding(a);
+        return format("a write at byte offset %lld of the %zu-byte allocation at %p",
+                      (long long)(bad - a.base), a.size, (void *)a.base);
+    }
+    return std::string();
+}
+
+std::string describe_address(uintptr_t addr)
+{
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (addr < 65536)
+        return format("%#lx, a null pointer plus an offset", (unsigned long)addr);
+    if (const Allocation *a = mapping_of(g_live, addr))
+        return format("%#lx, byte offset %lld of the %zu-byte allocation at %p",
+                      (unsigned long)addr, (long long)(addr - a->base), a->size, (void *)a->base);
+    for (auto it = g_freed.rbegin(); it != g_freed.rend(); ++it)
+        if (addr >= it->map && addr < it->map + it->map_len)
+            return format("%#lx, byte offset %lld of the %zu-byte allocation at %p, which was "
+                          "freed", (unsigned long)addr, (long long)(addr - it->base), it->size,
+                          (void *)it->base);
+    return format("%#lx, outside every allocation", (unsigned long)addr);
+}
+
+} /* namespace emu */
+
+using namespace emu;
+
+static cudaError_t check_copy(void *dst, const void *src, size_t count, cudaMemcpyKind kind)
+{
+    if (count == 0)
+        return cudaSuccess;
+    if (!dst || !src)
+        return cudaErrorInvalidValue;
+    Where d = classify(dst, count), s = classify(src, count);
+    if (d == Where::DEVICE_OVERRUN || s == Where::DEVICE_OVERRUN)
+        return cudaErrorInvalidValue;
+    switch (kind) {
+    case cudaMemcpyHostToHost: return cudaSuccess;
+    case cudaMemcpyHostToDevice: return d == Where::DEVICE ? cudaSuccess : cudaErrorInvalidValue;
+    case cudaMemcpyDeviceToHost: return s == Where::DEVICE ? cudaSuccess : cudaErrorInvalidValue;
+    case cudaMemcpyDeviceToDevice:
+        return d == Where::DEVICE && s == Where::DEVICE ? cudaSuccess : cudaErrorInvalidValue;
+    case cudaMemcpyDefault: return cudaSuccess;
+    }
+    return cudaErrorInvalidMemcpyDirection;
+}
+
+extern "C" {
+
+cudaError_t cudaMalloc(void **dev_ptr, size_t size)
+{
+    return allocate(dev_ptr, size);
+}
+
+cudaError_t cudaMallocManaged(void **dev_ptr, size_t size, unsigned int flags)
+{
+    (void)flags;
+    return allocate(dev_ptr, size);
+}
+
+cudaError_t cudaFree(void *dev_ptr)
+{
+    return release(dev_ptr);
+}
+
+cudaError_t cudaMallocHost(void **ptr, size_t size)
+{
+    if (!ptr)
+        return record(cudaErrorInvalidValue);
+    if (cudaError_t e = api_check())
+        return e;
+    *ptr = size ? std::aligned_alloc(256, round_up(size, 256)) : nullptr;
+    return size && !*ptr ? record(cudaErrorMemoryAllocation) : cudaSuccess;
+}
+
+cudaError_t cudaHostAlloc(void **ptr, size_t size, unsigned int flags)
+{
+    (void)flags;
+    return cudaMallocHost(ptr, size);
+}
+
+cudaError_t cudaFreeHost(void *ptr)
+{
+    std::free(ptr);
+    return sync_check();
+}
+
+cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes)
+{
+    if (!free_bytes || !total_bytes)
+        return record(cudaErrorInvalidValue);
+    if (cudaError_t e = api_check())
+        return e;
+    size_t total = (size_t)sysconf(_SC_PHYS_PAGES) * (size_t)sysconf(_SC_PAGESIZE);
+    std::lock_guard<std::mutex> lock(g_mutex);
+    *total_bytes = total;
+    *free_bytes = g_in_use < total ? total - g_in_use : 0;
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, cudaMemcpyKind kind)
+{
+    if (cudaError_t e = sync_check()) /* a blocking copy waits for the kernels before it */
+        return e;
+    if (cudaError_t e = check_copy(dst, src, count, kind))
+        return record(e);
+    if (count)
+        std::memmove(dst, src, count);
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, cudaMemcpyKind kind,
+                            cudaStream_t stream)
+{
+    (void)stream;
+    if (cudaError_t e = api_check())
+        return e;
+    if (device_failed())
+        return cudaSuccess; /* the stream is dead; the fault surfaces at the next sync */
+    if (cudaError_t e = check_copy(dst, src, count, kind))
+        return record(e);
+    if (count)
+        std::memmove(dst, src, count);
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                         size_t height, cudaMemcpyKind kind)
+{
+    if (cudaError_t e = sync_check())
+        return e;
+    if (width > dpitch || width > spitch)
+        return record(cudaErrorInvalidPitchValue);
+    if (height == 0 || width == 0)
+        return cudaSuccess;
+    size_t dspan = dpitch * (height - 1) + width, sspan = spitch * (height - 1) + width;
+    Where d = classify(dst, dspan), s = classify(src, sspan);
+    bool ok = d != Where::DEVICE_OVERRUN && s != Where::DEVICE_OVERRUN &&
+              (kind != cudaMemcpyHostToDevice || d == Where::DEVICE) &&
+              (kind != cudaMemcpyDeviceToHost || s == Where::DEVICE) &&
+              (kind != cudaMemcpyDeviceToDevice || (d == Where::DEVICE && s == Where::DEVICE));
+    if (!ok)
+        return record(cudaErrorInvalidValue);
+    for (size_t r = 0; r < height; ++r)
+        std::memmove((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemset(void *dev_ptr, int value, size_t count)
+{
+    return cudaMemsetAsync(dev_ptr, value, count, 0);
+}
+
+cudaError_t cudaMemsetAsync(void *dev_ptr, int value, size_t count, cudaStream_t stream)
+{
+    (void)stream;
+    if (cudaError_t e = api_check())
+        return e;
+    if (count == 0)
+        return cudaSuccess;
+    if (classify(dev_ptr, count) != Where::DEVICE)
+        return record(cudaErrorInvalidValue);
+    if (!device_failed())
+        std::memset(dev_ptr, value, count);
+    return cudaSuccess;
+}
+
+void emu_register_symbol(const void *symbol, size_t size)
+{
+    std::lock_guard<std::mutex> lock(g_mutex);
+    g_symbols[(uintptr_t)symbol] = size;
+}
+
+cudaError_t cudaMemcpyToSymbol(const void *symbol, const void *src, size_t count, size_t offset,
+                               cudaMemcpyKind kind)
+{
+    if (cudaError_t e = sync_check())
+        return e;
+    if (!symbol || (!src && count))
+        return record(cudaErrorInvalidValue);
+    if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
+        return record(cudaErrorInvalidMemcpyDirection);
+    if (count)
+        std::memmove((char *)symbol + offset, src, count);
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemcpyFromSymbol(void *dst, const void *symbol, size_t count, size_t offset,
+                                 cudaMemcpyKind kind)
+{
+    if (cudaError_t e = sync_check())
+        return e;
+    if (!symbol || (!dst && count))
+        return record(cudaErrorInvalidValue);
+    if (kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
+        return record(cudaErrorInvalidMemcpyDirection);
+    if (count)
+        std::memmove(dst, (const char *)symbol + offset, count);
+    return cudaSuccess;
+}
+
+cudaError_t cudaGetSymbolAddress(void **dev_ptr, const void *symbol)
+{
+    if (!dev_ptr || !symbol)
+        return record(cudaErrorInvalidValue);
+    if (cudaError_t e = api_check())
+        return e;
+    *dev_ptr = const_cast<void *>(symbol);
+    return cudaSuccess;
+}
+
+} /* extern "C" */

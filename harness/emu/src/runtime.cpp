@@ -1,0 +1,463 @@
+/* runtime.cpp: error state, the emulated device's properties, streams, events and kernel
+ * attributes of the emu backend.
+ *
+ * Error model, as on a GPU:
+ *  - A call that fails on its own arguments (a bad launch configuration, a bad pointer) returns
+ *    its error and leaves it for cudaGetLastError, which returns it once and clears it.
+ *  - A kernel that stops (illegal address, deadlock, trap) leaves a pending fault. Launches are
+ *    synchronous here, but the fault is not visible to cudaGetLastError right after the launch:
+ *    it surfaces at the next synchronising call (cudaDeviceSynchronize, cudaStreamSynchronize,
+ *    cudaEventSynchronize, a blocking cudaMemcpy, cudaFree, ...), exactly where a GPU would
+ *    report it. From then on it is sticky: every call returns it until the process ends. */
+#include "internal.h"
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <map>
+#include <mutex>
+#include <unistd.h>
+
+namespace emu {
+
+namespace {
+thread_local cudaError_t g_last = cudaSuccess; /* per host thread, as in CUDA */
+std::atomic<int> g_pending{cudaSuccess};       /* a kernel fault not yet surfaced */
+std::atomic<int> g_sticky{cudaSuccess};        /* a surfaced kernel fault */
+std::mutex g_attr_mutex;
+std::map<const void *, int> g_max_dyn_smem;    /* cudaFuncAttributeMaxDynamicSharedMemorySize */
+} /* namespace */
+
+cudaError_t record(cudaError_t e)
+{
+    if (e != cudaSuccess)
+        g_last = e;
+    return e;
+}
+
+cudaError_t api_check()
+{
+    return record((cudaError_t)g_sticky.load());
+}
+
+cudaError_t sync_check()
+{
+    int pending = g_pending.exchange(cudaSuccess);
+    if (pending != cudaSuccess) {
+        int expected = cudaSuccess;
+        g_sticky.compare_exchange_strong(expected, pending);
+    }
+    return api_check();
+}
+
+bool device_failed()
+{
+    return g_pending.load() != cudaSuccess || g_sticky.load() != cudaSuccess;
+}
+
+void kernel_failed(cudaError_t e)
+{
+    int expected = cudaSuccess;
+    g_pending.compare_exchange_strong(expected, e);
+}
+
+int max_dynamic_shared(const void *kernel)
+{
+    std::lock_guard<std::mutex> lock(g_attr_mutex);
+    auto it = g_max_dyn_smem.find(kernel);
+    return it == g_max_dyn_smem.end() ? (int)SHARED_PER_BLOCK : it->second;
+}
+
+namespace {
+
+struct ErrorText {
+    cudaError_t code;
+    const char *name, *text;
+};
+/* The runtime's own wording, so messages read the same on both backends. */
+const ErrorText ERROR_TEXTS[] = {
+    {cudaSuccess, "cudaSuccess", "no error"},
+    {cudaErrorInvalidValue, "cudaErrorInvalidValue", "invalid argument"},
+    {cudaErrorMemoryAllocation, "cudaErrorMemoryAllocation", "out of memory"},
+    {cudaErrorInitializationError, "cudaErrorInitializationError", "initialization error"},
+    {cudaErrorInvalidConfiguration, "cudaErrorInvalidConfiguration", "invalid configuration argument"},
+    {cudaErrorInvalidPitchValue, "cudaErrorInvalidPitchValue", "invalid pitch argument"},
+    {cudaErrorInvalidSymbol, "cudaErrorInvalidSymbol", "invalid device symbol"},
+    {cudaErrorInvalidDevicePointer, "cudaErrorInvalidDevicePointer", "invalid device pointer"},
+    {cudaErrorInvalidMemcpyDirection, "cudaErrorInvalidMemcpyDirection", "invalid copy direction for memcpy"},
+    {cudaErrorInvalidDeviceFunction, "cudaErrorInvalidDeviceFunction", "invalid device function"},
+    {cudaErrorNoDevice, "cudaErrorNoDevice", "no CUDA-capable device is detected"},
+    {cudaErrorInvalidDevice, "cudaErrorInvalidDevice", "invalid device ordinal"},
+    {cudaErrorInvalidResourceHandle, "cudaErrorInvalidResourceHandle", "invalid resource handle"},
+    {cudaErrorNotReady, "cudaErrorNotReady", "device not ready"},
+    {cudaErrorIllegalAddress, "cudaErrorIllegalAddress", "an illegal memory access was encountered"},
+    {cudaErrorLaunchOutOfResources, "cudaErrorLaunchOutOfResources", "too many resources requested for launch"},
+    {cudaErrorAssert, "cudaErrorAssert", "device-side assert triggered"},
+    {cudaErrorIllegalInstruction, "cudaErrorIllegalInstruction", "an illegal instruction was encountered"},
+    {cudaErrorMisalignedAddress, "cudaErrorMisalignedAddress", "misaligned address"},
+    {cudaErrorLaunchFailure, "cudaErrorLaunchFailure", "unspecified launch failure"},
+    {cudaErrorNotSupported, "cudaErrorNotSupported", "operation not supported"},
+    {cudaErrorUnknown, "cudaErrorUnknown", "unknown error"},
+};
+
+const ErrorText *find_error(cudaError_t e)
+{
+    for (const ErrorText &t : ERROR_TEXTS)
+        if (t.code == e)
+            return &t;
+    return nullptr;
+}
+
+size_t physical_memory()
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (size_t)pages * (size_t)page : (size_t)8 << 30;
+}
+
+void fill_properties(cudaDeviceProp *p)
+{
+    std::memset(p, 0, sizeof *p);
+    std::snprintf(p->name, sizeof p->name, "emu (CPU)");
+    p->totalGlobalMem = physical_memory();
+    p->sharedMemPerBlock = SHARED_PER_BLOCK;
+    p->sharedMemPerBlockOptin = SHARED_PER_BLOCK_OPTIN;
+    p->sharedMemPerMultiprocessor = SHARED_PER_SM;
+    p->regsPerBlock = 65536;
+    p->regsPerMultiprocessor = 65536;
+    p->warpSize = WARP;
+    p->memPitch = (size_t)INT32_MAX;
+    p->maxThreadsPerBlock = MAX_THREADS_PER_BLOCK;
+    p->maxThreadsDim[0] = (int)MAX_BLOCK_X;
+    p->maxThreadsDim[1] = (int)MAX_BLOCK_Y;
+    p->maxThreadsDim[2] = (int)MAX_BLOCK_Z;
+    p->maxGridSize[0] = (int)MAX_GRID_X;
+    p->maxGridSize[1] = (int)MAX_GRID_Y;
+    p->maxGridSize[2] = (int)MAX_GRID_Z;
+    p->totalConstMem = 64 * 1024;
+    p->major = CC_MAJOR;
+    p->minor = CC_MINOR;
+    p->textureAlignment = 512;
+    p->texturePitchAlignment = 32;
+    p->multiProcessorCount = SM_COUNT;
+    p->integrated = 0;
+    p->canMapHostMemory = 1;
+    p->concurrentKernels = 0;
+    p->unifiedAddressing = 1;
+    p->managedMemory = 1;
+    p->l2CacheSize = 0;
+    p->maxThreadsPerMultiProcessor = 2048;
+    p->maxBlocksPerMultiProcessor = 32;
+    p->memoryBusWidth = 64;
+    p->asyncEngineCount = 0;
+    p->pciBusID = 0;
+    p->reservedSharedMemPerBlock = 0;
+}
+
+double now_ms()
+{
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+} /* namespace */
+} /* namespace emu */
+
+using namespace emu;
+
+/* Streams and events are small host objects; a handle is checked against its magic number. */
+struct CUstream_st {
+    unsigned magic;
+};
+struct CUevent_st {
+    unsigned magic;
+    bool recorded;
+    double ms;
+};
+static const unsigned STREAM_MAGIC = 0x57e4a3u, EVENT_MAGIC = 0xe7e47u;
+
+static bool valid_stream(cudaStream_t s)
+{
+    /* 0 and the legacy/per-thread default streams are always valid */
+    return s == nullptr || s == cudaStreamLegacy || s == cudaStreamPerThread ||
+           s->magic == STREAM_MAGIC;
+}
+
+extern "C" {
+
+cudaError_t cudaGetLastError(void)
+{
+    if (g_sticky.load() != cudaSuccess)
+        return (cudaError_t)g_sticky.load();
+    cudaError_t e = g_last;
+    g_last = cudaSuccess;
+    return e;
+}
+
+cudaError_t cudaPeekAtLastError(void)
+{
+    if (g_sticky.load() != cudaSuccess)
+        return (cudaError_t)g_sticky.load();
+    return g_last;
+}
+
+const char *cudaGetErrorString(cudaError_t error)
+{
+    const ErrorText *t = find_error(error);
+    return t ? t->text : "unrecognized error code";
+}
+
+const char *cudaGetErrorName(cudaError_t error)
+{
+    const ErrorText *t = find_error(error);
+    return t ? t->name : "cudaErrorUnknown";
+}
+
+int emu_is_emulator(void)
+{
+    return 1;
+}
+
+cudaError_t cudaGetDeviceCount(int *count)
+{
+    if (!count)
+        return record(cudaErrorInvalidValue);
+    *count = 1;
+    return api_check();
+}
+
+cudaError_t cudaGetDevice(int *device)
+{
+    if (!device)
+        return record(cudaErrorInvalidValue);
+    *device = 0;
+    return api_check();
+}
+
+cudaError_t cudaSetDevice(int device)
+{
+    if (device != 0)
+        return record(cudaErrorInvalidDevice);
+    return api_check();
+}
+
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device)
+{
+    if (!prop)
+        return record(cudaErrorInvalidValue);
+    if (device != 0)
+        return record(cudaErrorInvalidDevice);
+    fill_properties(prop);
+    return api_check();
+}
+
+cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int device)
+{
+    if (!value)
+        return record(cudaErrorInvalidValue);
+    if (device != 0)
+        return record(cudaErrorInvalidDevice);
+    cudaDeviceProp p;
+    fill_properties(&p);
+    switch (attr) {
+    case cudaDevAttrMaxThreadsPerBlock: *value = p.maxThreadsPerBlock; break;
+    case cudaDevAttrMaxBlockDimX: *value = p.maxThreadsDim[0]; break;
+    case cudaDevAttrMaxBlockDimY: *value = p.maxThreadsDim[1]; break;
+    case cudaDevAttrMaxBlockDimZ: *value = p.maxThreadsDim[2]; break;
+    case cudaDevAttrMaxGridDimX: *value = p.maxGridSize[0]; break;
+    case cudaDevAttrMaxGridDimY: *value = p.maxGridSize[1]; break;
+    case cudaDevAttrMaxGridDimZ: *value = p.maxGridSize[2]; break;
+    case cudaDevAttrMaxSharedMemoryPerBlock: *value = (int)p.sharedMemPerBlock; break;
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = (int)p.sharedMemPerBlockOptin; break;
+    case cudaDevAttrMaxSharedMemoryPerMultiprocessor: *value = (int)p.sharedMemPerMultiprocessor; break;
+    case cudaDevAttrTotalConstantMemory: *value = (int)p.totalConstMem; break;
+    case cudaDevAttrWarpSize: *value = p.warpSize; break;
+    case cudaDevAttrMaxRegistersPerBlock: *value = p.regsPerBlock; break;
+    case cudaDevAttrMultiProcessorCount: *value = p.multiProcessorCount; break;
+    case cudaDevAttrComputeCapabilityMajor: *value = p.major; break;
+    case cudaDevAttrComputeCapabilityMinor: *value = p.minor; break;
+    case cudaDevAttrMaxThreadsPerMultiProcessor: *value = p.maxThreadsPerMultiProcessor; break;
+    case cudaDevAttrMaxBlocksPerMultiprocessor: *value = p.maxBlocksPerMultiProcessor; break;
+    case cudaDevAttrL2CacheSize: *value = p.l2CacheSize; break;
+    case cudaDevAttrGlobalMemoryBusWidth: *value = p.memoryBusWidth; break;
+    case cudaDevAttrConcurrentKernels: *value = p.concurrentKernels; break;
+    case cudaDevAttrUnifiedAddressing: *value = p.unifiedAddressing; break;
+    case cudaDevAttrManagedMemory: *value = p.managedMemory; break;
+    case cudaDevAttrIntegrated: *value = p.integrated; break;
+    case cudaDevAttrAsyncEngineCount: *value = p.asyncEngineCount; break;
+    default: return record(cudaErrorInvalidValue);
+    }
+    return api_check();
+}
+
+cudaError_t cudaDriverGetVersion(int *version)
+{
+    if (!version)
+        return record(cudaErrorInvalidValue);
+    *version = CUDART_VERSION;
+    return api_check();
+}
+
+cudaError_t cudaRuntimeGetVersion(int *version)
+{
+    if (!version)
+        return record(cudaErrorInvalidValue);
+    *version = CUDART_VERSION;
+    return api_check();
+}
+
+cudaError_t cudaDeviceSynchronize(void)
+{
+    return sync_check();
+}
+
+cudaError_t cudaDeviceReset(void)
+{
+    /* A fault poisons the process here, as a sticky error does on a GPU: only a new process
+     * (each Check test is one) starts clean. */
+    return sync_check();
+}
+
+cudaError_t cudaStreamCreate(cudaStream_t *stream)
+{
+    return cudaStreamCreateWithFlags(stream, cudaStreamDefault);
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned int flags)
+{
+    (void)flags;
+    if (!stream)
+        return record(cudaErrorInvalidValue);
+    if (cudaError_t e = api_check())
+        return e;
+    *stream = new CUstream_st{STREAM_MAGIC};
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamDestroy(cudaStream_t stream)
+{
+    if (!stream || !valid_stream(stream) || stream == cudaStreamLegacy || stream == cudaStreamPerThread)
+        return record(cudaErrorInvalidResourceHandle);
+    stream->magic = 0;
+    delete stream;
+    return api_check();
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t stream)
+{
+    if (!valid_stream(stream))
+        return record(cudaErrorInvalidResourceHandle);
+    return sync_check();
+}
+
+cudaError_t cudaStreamQuery(cudaStream_t stream)
+{
+    if (!valid_stream(stream))
+        return record(cudaErrorInvalidResourceHandle);
+    return sync_check(); /* all work is complete when it returns */
+}
+
+cudaError_t cudaEventCreate(cudaEvent_t *event)
+{
+    return cudaEventCreateWithFlags(event, cudaEventDefault);
+}
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags)
+{
+    (void)flags;
+    if (!event)
+        return record(cudaErrorInvalidValue);
+    if (cudaError_t e = api_check())
+        return e;
+    *event = new CUevent_st{EVENT_MAGIC, false, 0.0};
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t event)
+{
+    if (!event || event->magic != EVENT_MAGIC)
+        return record(cudaErrorInvalidResourceHandle);
+    event->magic = 0;
+    delete event;
+    return api_check();
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
+{
+    if (!event || event->magic != EVENT_MAGIC || !valid_stream(stream))
+        return record(cudaErrorInvalidResourceHandle);
+    if (cudaError_t e = api_check())
+        return e;
+    event->recorded = true;
+    event->ms = now_ms();
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t event)
+{
+    if (!event || event->magic != EVENT_MAGIC)
+        return record(cudaErrorInvalidResourceHandle);
+    return sync_check();
+}
+
+cudaError_t cudaEventQuery(cudaEvent_t event)
+{
+    if (!event || event->magic != EVENT_MAGIC)
+        return record(cudaErrorInvalidResourceHandle);
+    return sync_check();
+}
+
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
+{
+    if (!ms)
+        return record(cudaErrorInvalidValue);
+    if (!start || !end || start->magic != EVENT_MAGIC || end->magic != EVENT_MAGIC)
+        return record(cudaErrorInvalidResourceHandle);
+    if (cudaError_t e = api_check())
+        return e;
+    if (!start->recorded || !end->recorded)
+        return record(cudaErrorInvalidResourceHandle);
+    *ms = (float)(end->ms - start->ms);
+    return cudaSuccess;
+}
+
+cudaError_t cudaFuncSetAttribute(const void *func, cudaFuncAttribute attr, int value)
+{
+    if (!func)
+        return record(cudaErrorInvalidDeviceFunction);
+    if (cudaError_t e = api_check())
+        return e;
+    switch (attr) {
+    case cudaFuncAttributeMaxDynamicSharedMemorySize:
+        if (value < 0 || (size_t)value > SHARED_PER_BLOCK_OPTIN)
+            return record(cudaErrorInvalidValue);
+        {
+            std::lock_guard<std::mutex> lock(g_attr_mutex);
+            g_max_dyn_smem[func] = value;
+        }
+        return cudaSuccess;
+    case cudaFuncAttributePreferredSharedMemoryCarveout:
+        return value < -1 || value > 100 ? record(cudaErrorInvalidValue) : cudaSuccess;
+    default:
+        return record(cudaErrorInvalidValue);
+    }
+}
+
+cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *attr, const void *func)
+{
+    if (!attr)
+        return record(cudaErrorInvalidValue);
+    if (!func)
+        return record(cudaErrorInvalidDeviceFunction);
+    if (cudaError_t e = api_check())
+        return e;
+    std::memset(attr, 0, sizeof *attr);
+    attr->maxThreadsPerBlock = MAX_THREADS_PER_BLOCK;
+    attr->maxDynamicSharedSizeBytes = max_dynamic_shared(func);
+    attr->ptxVersion = CC_MAJOR * 10 + CC_MINOR;
+    attr->binaryVersion = CC_MAJOR * 10 + CC_MINOR;
+    return cudaSuccess;
+}
+
+} /* extern "C" */
