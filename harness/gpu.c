@@ -1,6 +1,7 @@
 /* gpu.c: device query, guarded and poisoned buffers, event timing (see gpu.h).
  * Compiled twice: against the CUDA runtime (build/cuda) and against the CPU backend's runtime
  * (build/emu, with HARNESS_EMU defined). */
+#define _POSIX_C_SOURCE 200809L
 #include "gpu.h"
 
 #include <stdint.h>
@@ -37,6 +38,22 @@ int gpu_times_are_real(void)
     return 0;
 #else
     return 1;
+#endif
+}
+
+int gpu_shuffle_schedule(unsigned long long seed)
+{
+#ifdef HARNESS_EMU
+    char v[40];
+    snprintf(v, sizeof v, "shuffle:%llu", seed);
+    if (setenv("EMU_SCHEDULE", v, 1) != 0) {
+        perror("setenv");
+        exit(EXIT_FAILURE);
+    }
+    return 1;
+#else
+    (void)seed;
+    return 0;
 #endif
 }
 

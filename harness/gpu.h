@@ -39,6 +39,12 @@ int gpu_times_are_real(void);
  * driver, ...). Does not exit. */
 int gpu_probe(struct device_info *info, char *why, size_t why_len);
 
+/* On the CPU backend, make the launches that follow resume the threads of a block in a
+ * shuffled order at every barrier (EMU_SCHEDULE=shuffle:SEED), which turns a missing
+ * __syncthreads into a wrong answer. Returns 1 there; on a GPU, whose schedule nobody picks,
+ * it does nothing and returns 0. */
+int gpu_shuffle_schedule(unsigned long long seed);
+
 /* ---- buffers ---------------------------------------------------------------------------- */
 
 /* Bytes of guard zone before and after every buffer. */

@@ -5,9 +5,10 @@
 #   1. every kernel file compiles with nvcc for every ARCH, warnings as errors
 #   2. the harness's own Check tests
 #   3. every grader links, against the starters and against the solutions
-#   4. both directions, on a GPU when one answers: each solution passes its grader, each
-#      starter fails it, and each known-bug kernel (tests/mutants/) fails it
-#   5. the plots from the committed measurements, and build/book.pdf
+#   4. the CPU backend's own tests
+#   5. both directions, on the CPU backend and on a GPU when one answers: each solution passes
+#      its grader, each starter fails it, and each known-bug kernel (tests/mutants/) fails it
+#   6. the plots from the committed measurements, and build/book.pdf
 set -uo pipefail
 make_=${MAKE:-make}
 counts=build/test-counts.tsv
@@ -84,13 +85,22 @@ step "build the harness tests and every grader (starters and solutions)" \
     $make_ --no-print-directory -s gpu-build
 checks "harness tests" build/cuda/tests/harness
 
+step "the CPU backend's own tests" $make_ --no-print-directory -s emu-test
+step "build every grader and known-bug kernel for the CPU backend" \
+    $make_ --no-print-directory -s B=emu SIDES="chapters solutions" CHAPTERS="$CHAPTERS_ALL" \
+    graders mutants
+
 echo
-echo "== both directions"
+echo "== both directions on the CPU backend"
+directions emu
+
+echo
+echo "== both directions on a GPU"
 if device=$(build/cuda/probe); then
     echo "GPU: $device"
     directions cuda
 else
-    echo "no GPU answered ($device): the both-directions check runs where one does"
+    echo "no GPU answered ($device): this part runs where one does"
 fi
 
 step "plots from the committed measurements" $make_ --no-print-directory -s plots
