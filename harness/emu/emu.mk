@@ -27,10 +27,11 @@ EMU_RT_OBJS := $(patsubst $(EMU_DIR)/src/%.cpp,$(EMU_BUILD)/runtime/%.o,$(wildca
                $(EMU_BUILD)/runtime/switch_x86_64.o
 # The runtime: warnings are errors.
 EMU_RT_CXXFLAGS := -std=c++17 -O2 -g -Wall -Wextra -Werror -fno-strict-aliasing
-# Kernel files: -g for the source lines of fault reports; stack-clash protection probes every
+# Kernel files: -g for the source lines of fault reports (DWARF 4: binutils 2.40's addr2line
+# misnames the file of some functions under DWARF 5's #line handling); stack-clash protection probes every
 # page of a large frame, so a fiber stack overflow always hits the guard page; no -Werror, as a
 # learner's half-written kernel must still build.
-EMU_CU_CXXFLAGS := -std=c++17 -O2 -g -fno-strict-aliasing -fstack-clash-protection \
+EMU_CU_CXXFLAGS := -std=c++17 -O2 -g -gdwarf-4 -fno-strict-aliasing -fstack-clash-protection \
                    -Wall -Wno-unused-parameter -Wno-unused-variable -Wno-unused-function
 
 $(EMU_LIB): $(EMU_RT_OBJS)
@@ -38,7 +39,7 @@ $(EMU_LIB): $(EMU_RT_OBJS)
 	rm -f $@
 	ar rcs $@ $^
 
-$(EMU_BUILD)/runtime/%.o: $(EMU_DIR)/src/%.cpp $(EMU_DIR)/src/internal.h $(EMU_HEADERS)
+$(EMU_BUILD)/runtime/%.o: $(EMU_DIR)/src/%.cpp $(EMU_DIR)/src/internal.h $(EMU_HEADERS) $(EMU_DIR)/emu.mk
 	@mkdir -p $(dir $@)
 	$(EMU_CXX) $(EMU_RT_CXXFLAGS) $(EMU_CPPFLAGS) -c $< -o $@
 
@@ -49,7 +50,7 @@ $(EMU_BUILD)/runtime/%.o: $(EMU_DIR)/src/%.S
 # A CUDA source for the CPU: rewrite (keeping the .cu's line numbers), then g++ with the
 # emu headers force-included as nvcc force-includes cuda_runtime.h. -iquote keeps the .cu's
 # own directory first for "..." includes, as if it were compiled where it lies.
-$(EMU_BUILD)/%.o: %.cu $(EMU_REWRITE) $(EMU_HEADERS)
+$(EMU_BUILD)/%.o: %.cu $(EMU_REWRITE) $(EMU_HEADERS) $(EMU_DIR)/emu.mk
 	@mkdir -p $(dir $@)
 	$(EMU_AWK) -f $(EMU_REWRITE) $< > $(EMU_BUILD)/$*.emu.cpp
 	$(EMU_CXX) $(EMU_CU_CXXFLAGS) $(EMU_CPPFLAGS) -iquote $(dir $<) $(CU_INC) \

@@ -372,6 +372,13 @@ uint64_t warp_result(const Worker &w, const Fiber &f, unsigned base, unsigned nl
     switch (f.op) {
     case WOP_SYNC:
         return 0;
+    case WOP_ACTIVEMASK: {
+        unsigned r = 0;
+        for (unsigned j = 0; j < nl; ++j)
+            if ((waiting >> j & 1) && w.fib[base + j].op == WOP_ACTIVEMASK)
+                r |= 1u << j;
+        return r;
+    }
     case WOP_SHFL_IDX:
         src = (int)((lane & ~(unsigned)(width - 1)) | ((unsigned)f.arg & (unsigned)(width - 1)));
         break;
@@ -461,6 +468,28 @@ void try_warp(Worker &w, unsigned warp)
     w.ready += (unsigned)__builtin_popcount(complete);
 }
 
+/* No fiber is ready: complete the __activemask() calls with the lanes that reached them.
+ * Returns whether any fiber became ready. */
+bool force_active_masks(Worker &w)
+{
+    bool any = false;
+    for (unsigned base = 0; base < w.n; base += WARP) {
+        const unsigned nl = std::min<unsigned>(WARP, w.n - base);
+        unsigned waiting = 0;
+        for (unsigned l = 0; l < nl; ++l)
+            if (w.fib[base + l].state == AT_WARP && w.fib[base + l].op == WOP_ACTIVEMASK)
+                waiting |= 1u << l;
+        for (unsigned l = 0; l < nl; ++l)
+            if (waiting >> l & 1) {
+                w.fib[base + l].result = waiting;
+                w.fib[base + l].state = READY;
+                ++w.ready;
+                any = true;
+            }
+    }
+    return any;
+}
+
 /* ---------------------------------------------------------------- reports */
 
 std::string format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -498,7 +527,13 @@ int find_object(dl_phdr_info *info, size_t, void *data)
         uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
         if (ph.p_type == PT_LOAD && l->addr >= lo && l->addr < lo + ph.p_memsz) {
             l->bias = info->dlpi_addr;
-            l->path = info->dlpi_name && *info->dlpi_name ? info->dlpi_name : "/proc/self/exe";
+            if (info->dlpi_name && *info->dlpi_name) {
+                l->path = info->dlpi_name;
+            } else { /* the program itself; /proc/self/exe would name addr2line there */
+                char exe[4096];
+                ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+                l->path = n > 0 ? std::string(exe, (size_t)n) : std::string();
+            }
             l->found = true;
             return 1;
         }
@@ -513,7 +548,7 @@ std::vector<Frame> symbolize(const void *code)
     std::vector<Frame> frames;
     ObjectLookup l{(uintptr_t)code, 0, std::string(), false};
     dl_iterate_phdr(find_object, &l);
-    if (!l.found)
+    if (!l.found || l.path.empty())
         return frames;
     std::string addr = format("%#lx", (unsigned long)(l.addr - l.bias));
     const char *argv[] = {"addr2line", "-C", "-f", "-i", "-e", l.path.c_str(), addr.c_str(), nullptr};
@@ -551,6 +586,13 @@ std::vector<Frame> symbolize(const void *code)
         size_t disc = loc.find(" (discriminator");
         if (disc != std::string::npos)
             loc.erase(disc);
+        /* relative to the working directory, as make names the sources */
+        char cwd[4096];
+        if (getcwd(cwd, sizeof cwd)) {
+            size_t n = std::strlen(cwd);
+            if (loc.compare(0, n, cwd) == 0 && loc.size() > n && loc[n] == '/')
+                loc.erase(0, n + 1);
+        }
         frames.push_back(Frame{lines[i], loc});
     }
     return frames;
@@ -580,9 +622,17 @@ std::string where_in_source(const void *pc)
     std::vector<Frame> frames = symbolize(pc);
     if (frames.empty() || frames[0].location.compare(0, 2, "??") == 0)
         return format("at %p (no line information: was this file compiled with -g?)", pc);
-    std::string s = "at " + frames[0].location;
-    for (size_t i = 1; i < frames.size(); ++i)
-        s += ", inlined into " + short_name(frames[i].function) + " at " + frames[i].location;
+    /* the innermost frame, then its callers inlined into the same code, as far as they are
+     * the program's own (not the emu's launch machinery or the C++ library) */
+    std::string s = "at " + frames[0].location + " in " + short_name(frames[0].function);
+    for (size_t i = 1; i < frames.size(); ++i) {
+        const std::string &loc = frames[i].location;
+        if (loc.find("emu/device.h") != std::string::npos || loc.find("include/c++") != std::string::npos)
+            break;
+        if (frames[i].function == frames[i - 1].function)
+            continue; /* a lexical block of the same function */
+        s += ", called from " + loc + " in " + short_name(frames[i].function);
+    }
     return s;
 }
 
@@ -703,10 +753,14 @@ bool run_block(Worker &w, Launch &l, unsigned long long b)
     w.overflow = false;
     w.rng = splitmix(l.seed ^ splitmix(b + 1));
     new_pass(w, l.mode);
-    Fiber *first = find_next(w);
-    enter(w, first);
-    emu_switch(&w.sched_sp, first->sp);
-    w.cur = nullptr;
+    Fiber *next = find_next(w);
+    for (;;) {
+        enter(w, next);
+        emu_switch(&w.sched_sp, next->sp);
+        w.cur = nullptr;
+        if (w.aborted || w.live == 0 || !force_active_masks(w) || !(next = find_next(w)))
+            break;
+    }
     if (!w.aborted && w.live == 0)
         return true;
     bool first_report = !l.reported.exchange(true);
@@ -893,13 +947,11 @@ unsigned lane_id()
 
 unsigned active_mask()
 {
-    const Worker &w = *tls_worker;
-    const unsigned base = w.cur->lin / WARP * WARP;
-    unsigned m = 0;
-    for (unsigned l = 0; l < WARP && base + l < w.n; ++l)
-        if (w.fib[base + l].state != DONE)
-            m |= 1u << l;
-    return m;
+    /* The lanes that reach __activemask() together: the caller waits like a warp operation
+     * over all lanes that have not exited, but if some never come (they wait at a barrier),
+     * the scheduler completes it with the lanes that did (force_active_masks). */
+    return (unsigned)warp_op(WOP_ACTIVEMASK, FULL_MASK, 0, 0, WARP, nullptr, "__activemask",
+                             "", 0);
 }
 
 void trap(const char *file, int line)

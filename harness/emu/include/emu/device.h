@@ -88,6 +88,7 @@ enum WarpOp {
     WOP_REDUCE_XOR,
     WOP_MATCH_ANY,
     WOP_MATCH_ALL,
+    WOP_ACTIVEMASK,
 };
 /* The calling lane waits until every lane of `mask` that has not exited reaches a warp
  * operation; the result is then computed for all of them at once. `value` carries the operand

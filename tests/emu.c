@@ -1,0 +1,757 @@
+/* emu.c: the emulator's own tests (make emu-test). C11 against the emu's cuda_runtime_api.h,
+ * as the harness is, over the kernels of tests/emu_kernels.cu.
+ *
+ * Check runs every test in its own process, so a sticky error of one test never reaches the
+ * next. Tests that look at an error report, or at a process the emulator aborts, run the
+ * kernel in a further child with its stderr captured (run_captured). */
+#define _GNU_SOURCE
+#include <check.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cuda_runtime_api.h>
+
+#include "emu_kernels.h"
+
+static const char *const SCHEDULES[] = {"inorder", "reverse", "shuffle:1", "shuffle:987654321"};
+#define NUM_SCHEDULES ((int)(sizeof SCHEDULES / sizeof SCHEDULES[0]))
+
+#define CK_CUDA(call)                                                                         \
+    do {                                                                                      \
+        cudaError_t e_ = (call);                                                              \
+        ck_assert_msg(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorName(e_));             \
+    } while (0)
+
+#define CK_ERROR(call, want)                                                                  \
+    do {                                                                                      \
+        cudaError_t e_ = (call);                                                              \
+        ck_assert_msg(e_ == (want), "%s: got %s, want %s", #call, cudaGetErrorName(e_),       \
+                      cudaGetErrorName(want));                                                \
+    } while (0)
+
+/* Runs fn in a child with stderr captured into out; returns the child's wait status. */
+static int run_captured(void (*fn)(void), char *out, size_t out_len)
+{
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    ck_assert_int_ne(pid, -1);
+    if (pid == 0) {
+        dup2(fds[1], 2);
+        close(fds[0]);
+        fn();
+        fflush(NULL);
+        _exit(0);
+    }
+    close(fds[1]);
+    size_t got = 0;
+    ssize_t r;
+    while (got + 1 < out_len && (r = read(fds[0], out + got, out_len - 1 - got)) > 0)
+        got += (size_t)r;
+    out[got] = 0;
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return status;
+}
+
+static int is_schedule_inorder(void)
+{
+    const char *s = getenv("EMU_SCHEDULE");
+    return !s || !strcmp(s, "inorder");
+}
+
+/* ---------------------------------------------------------------- barriers */
+
+START_TEST(barrier_orders_the_phases)
+{
+    setenv("EMU_SCHEDULE", SCHEDULES[_i], 1);
+    static int out[1024];
+    const int sizes[] = {1, 33, 256, 1024};
+    for (int s = 0; s < 4; ++s) {
+        int n = sizes[s];
+        CK_CUDA(ek_barrier_rotate(n, out));
+        for (int i = 0; i < n; ++i)
+            ck_assert_msg(out[i] == (i + 1) % n, "%s, %d threads: out[%d] = %d, want %d",
+                          SCHEDULES[_i], n, i, out[i], (i + 1) % n);
+    }
+}
+END_TEST
+
+START_TEST(syncthreads_count_and_or)
+{
+    setenv("EMU_SCHEDULE", SCHEDULES[_i], 1);
+    int count, all, any;
+    CK_CUDA(ek_barrier_votes(100, 3, &count, &all, &any));
+    ck_assert_int_eq(count, 34); /* 0, 3, ..., 99 */
+    ck_assert_int_eq(all, 0);
+    ck_assert_int_eq(any, 1);
+    CK_CUDA(ek_barrier_votes(64, 1, &count, &all, &any));
+    ck_assert_int_eq(count, 64);
+    ck_assert_int_eq(all, 1);
+    ck_assert_int_eq(any, 1);
+    CK_CUDA(ek_barrier_votes(64, 1000, &count, &all, &any)); /* only thread 0 */
+    ck_assert_int_eq(count, 1);
+    ck_assert_int_eq(all, 0);
+    ck_assert_int_eq(any, 1);
+}
+END_TEST
+
+START_TEST(exited_threads_count_as_arrived)
+{
+    setenv("EMU_SCHEDULE", SCHEDULES[_i], 1);
+    int out[256];
+    CK_CUDA(ek_early_exit(256, 100, out));
+    for (int i = 0; i < 100; ++i)
+        ck_assert_int_eq(out[i], 2 * ((i + 1) % 100));
+}
+END_TEST
+
+START_TEST(divergent_barriers_are_an_error)
+{
+    char err[4096];
+    int status = run_captured(ek_launch_divergent_barriers, err, sizeof err);
+    ck_assert(WIFEXITED(status));
+    /* in the child: nothing reported at the launch, the failure at the synchronisation */
+    ek_launch_divergent_barriers();
+    CK_ERROR(cudaGetLastError(), cudaSuccess);
+    CK_ERROR(cudaDeviceSynchronize(), cudaErrorLaunchFailure);
+    ck_assert_msg(strstr(err, "different barriers") && strstr(err, "emu_kernels.cu:"),
+                  "report: %s", err);
+}
+END_TEST
+
+START_TEST(warp_op_a_lane_never_joins_is_an_error)
+{
+    char err[4096];
+    run_captured(ek_launch_warp_op_without_lanes, err, sizeof err);
+    ek_launch_warp_op_without_lanes();
+    CK_ERROR(cudaGetLastError(), cudaSuccess);
+    CK_ERROR(cudaDeviceSynchronize(), cudaErrorLaunchFailure);
+    ck_assert_msg(strstr(err, "deadlock") && strstr(err, "__shfl_down_sync") &&
+                      strstr(err, "__syncthreads"),
+                  "report: %s", err);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- the planted race */
+
+START_TEST(shuffled_schedule_exposes_a_missing_barrier)
+{
+    int out[256];
+    setenv("EMU_SCHEDULE", "inorder", 1);
+    CK_CUDA(ek_missing_barrier(256, 1000, 0, out));
+    int wrong_inorder = 0;
+    for (int i = 1; i < 256; ++i)
+        wrong_inorder += out[i] != 1000 + i - 1;
+    ck_assert_msg(wrong_inorder == 0, "in order, the racy kernel should look right (%d wrong)",
+                  wrong_inorder);
+
+    const char *exposing[] = {"reverse", "shuffle:1", "shuffle:42"};
+    for (int s = 0; s < 3; ++s) {
+        const int base = 2000 + 1000 * s;
+        setenv("EMU_SCHEDULE", exposing[s], 1);
+        CK_CUDA(ek_missing_barrier(256, base, 0, out));
+        int wrong = 0;
+        for (int i = 1; i < 256; ++i)
+            wrong += out[i] != base + i - 1;
+        ck_assert_msg(wrong > 0, "%s did not expose the missing __syncthreads", exposing[s]);
+        /* and with the barrier, every schedule is right */
+        CK_CUDA(ek_missing_barrier(256, base + 500, 1, out));
+        for (int i = 1; i < 256; ++i)
+            ck_assert_int_eq(out[i], base + 500 + i - 1);
+    }
+}
+END_TEST
+
+START_TEST(bad_schedule_is_rejected)
+{
+    setenv("EMU_SCHEDULE", "sideways", 1);
+    int out[4];
+    ek_barrier_rotate(4, out); /* exits with a message */
+}
+END_TEST
+
+/* ---------------------------------------------------------------- warp operations */
+
+static long long shfl_want(enum ek_shfl_kind kind, int lane, int arg, int width)
+{
+    int src = lane;
+    switch (kind) {
+    case EK_SHFL_IDX: src = (lane & ~(width - 1)) + (arg & (width - 1)); break;
+    case EK_SHFL_UP: src = (lane % width) >= arg ? lane - arg : lane; break;
+    case EK_SHFL_DOWN: src = (lane % width) + arg < width ? lane + arg : lane; break;
+    case EK_SHFL_XOR:
+        src = lane ^ arg;
+        if (src >= (lane & ~(width - 1)) + width)
+            src = lane; /* a later group: own value */
+        break;
+    }
+    return src * 10 + 1;
+}
+
+START_TEST(shuffles_with_widths)
+{
+    setenv("EMU_SCHEDULE", SCHEDULES[_i], 1);
+    static const char *names[] = {"__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync"};
+    long long out[32];
+    for (int kind = EK_SHFL_IDX; kind <= EK_SHFL_XOR; ++kind)
+        for (int width = 1; width <= 32; width *= 2)
+            for (int arg = 0; arg < 34; arg += (arg < 8 ? 1 : 7)) {
+                CK_CUDA(ek_shfl((enum ek_shfl_kind)kind, arg, width, out));
+                for (int lane = 0; lane < 32; ++lane) {
+                    long long want = shfl_want((enum ek_shfl_kind)kind, lane, arg, width);
+                    ck_assert_msg(out[lane] == want, "%s(arg %d, width %d): lane %d got %lld, want %lld",
+                                  names[kind], arg, width, lane, out[lane], want);
+                }
+            }
+    float f[32];
+    CK_CUDA(ek_shfl_float(7, f));
+    for (int lane = 0; lane < 32; ++lane)
+        ck_assert_float_eq(f[lane], 3.5f);
+}
+END_TEST
+
+START_TEST(ballot_any_all_over_masks)
+{
+    unsigned ballot[32];
+    int any[32], all[32];
+    const unsigned masks[] = {0xffffffffu, 0x0000ffffu, 0xaaaaaaaau, 0x00000001u};
+    for (int m = 0; m < 4; ++m)
+        for (int modulo = 1; modulo <= 5; modulo += 2) {
+            CK_CUDA(ek_votes(masks[m], modulo, ballot, any, all));
+            unsigned want = 0;
+            for (int l = 0; l < 32; ++l)
+                if ((masks[m] >> l & 1) && l % modulo == 0)
+                    want |= 1u << l;
+            for (int l = 0; l < 32; ++l) {
+                if (!(masks[m] >> l & 1))
+                    continue;
+                ck_assert_msg(ballot[l] == want, "mask %#x, modulo %d: lane %d ballot %#x, want %#x",
+                              masks[m], modulo, l, ballot[l], want);
+                ck_assert_int_eq(any[l], want != 0);
+                ck_assert_int_eq(all[l], want == masks[m]);
+            }
+        }
+}
+END_TEST
+
+START_TEST(warp_reductions_and_match)
+{
+    int add, min, max;
+    unsigned umax, and_, or_, xor_;
+    CK_CUDA(ek_warp_reduce(&add, &min, &max, &umax, &and_, &or_, &xor_));
+    int want_add = 0, want_min = 1 << 30, want_max = -(1 << 30);
+    unsigned want_umax = 0, want_and = ~0u, want_or = 0, want_xor = 0;
+    for (int l = 0; l < 32; ++l) {
+        int v = (l * 7) % 11 - 3;
+        want_add += v;
+        want_min = v < want_min ? v : want_min;
+        want_max = v > want_max ? v : want_max;
+        want_umax = (unsigned)v > want_umax ? (unsigned)v : want_umax;
+        want_and &= (unsigned)v;
+        want_or |= (unsigned)v;
+        want_xor ^= (unsigned)v;
+    }
+    ck_assert_int_eq(add, want_add);
+    ck_assert_int_eq(min, want_min);
+    ck_assert_int_eq(max, want_max);
+    ck_assert_uint_eq(umax, want_umax);
+    ck_assert_uint_eq(and_, want_and);
+    ck_assert_uint_eq(or_, want_or);
+    ck_assert_uint_eq(xor_, want_xor);
+    unsigned match[32];
+    CK_CUDA(ek_match_any(match));
+    for (int l = 0; l < 32; ++l)
+        ck_assert_uint_eq(match[l], 0x11111111u << (l % 4));
+}
+END_TEST
+
+START_TEST(partial_warps_and_exited_lanes)
+{
+    setenv("EMU_SCHEDULE", SCHEDULES[_i], 1);
+    int sum;
+    CK_CUDA(ek_partial_warp_sum(48, &sum));
+    ck_assert_int_eq(sum, 48 * 49 / 2);
+    CK_CUDA(ek_partial_warp_sum(100, &sum));
+    ck_assert_int_eq(sum, 100 * 101 / 2);
+    unsigned mask;
+    CK_CUDA(ek_active_mask(20, &mask));
+    ck_assert_uint_eq(mask, (1u << 20) - 1);
+    int out[32];
+    CK_CUDA(ek_syncwarp_exchange(out));
+    for (int l = 0; l < 32; ++l)
+        ck_assert_int_eq(out[l], (31 - l) * 3);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- atomics */
+
+START_TEST(atomics_under_contention)
+{
+    /* loop: 0 in order on one OS thread, 1 shuffled on four OS threads (real contention) */
+    setenv("EMU_SCHEDULE", _i ? "shuffle:7" : "inorder", 1);
+    setenv("EMU_THREADS", _i ? "4" : "1", 1);
+    const int blocks = 64, n = blocks * 256;
+    struct ek_atomics a;
+    CK_CUDA(ek_atomics(blocks, &a));
+    ck_assert_int_eq(a.add_i, n);
+    ck_assert_int_eq(a.sub_i, -2 * n);
+    ck_assert_int_eq(a.min_i, -(n - 1));
+    ck_assert_int_eq(a.max_i, n - 1);
+    ck_assert_int_eq(a.and_i, (int)0x80000000u);
+    ck_assert_int_eq(a.or_i, 0x7fffffff);
+    ck_assert_int_eq(a.xor_i, 0); /* each bit flipped n / 8 times, an even number */
+    ck_assert_int_eq(a.cas_i, 3 * n);
+    ck_assert(a.exch_seen >= 0 && a.exch_seen < n);
+    ck_assert_uint_eq(a.add_u, 2u * (unsigned)n);
+    ck_assert_uint_eq(a.inc_u, (unsigned)n % 100u);
+    ck_assert_uint_eq(a.dec_u, (100u - (unsigned)n % 100u) % 100u);
+    ck_assert_uint_eq(a.max_u, 3u * (unsigned)(n - 1));
+    ck_assert(a.add_ull == (unsigned long long)n << 33);
+    ck_assert(a.min_ull == 1000000000000ull - (unsigned long long)(n - 1));
+    ck_assert_float_eq(a.add_f, 0.5f * (float)n);
+    ck_assert_double_eq(a.add_d, 0.25 * n);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- shared memory */
+
+START_TEST(dynamic_shared_memory)
+{
+    setenv("EMU_SCHEDULE", SCHEDULES[_i], 1);
+    int out[512];
+    CK_CUDA(ek_dynamic_smem_reverse(512, 512 * sizeof(int), out));
+    for (int i = 0; i < 512; ++i)
+        ck_assert_int_eq(out[i], 511 - i + 7);
+    unsigned bits;
+    CK_CUDA(ek_dynamic_smem_first_read(&bits));
+    ck_assert_uint_eq(bits, 0xffffffffu); /* poisoned: a NaN as a float */
+}
+END_TEST
+
+START_TEST(dynamic_shared_memory_limit)
+{
+    int out[32];
+    /* 48 KiB is the default ceiling; more needs cudaFuncSetAttribute */
+    CK_CUDA(ek_dynamic_smem_reverse(32, 48 * 1024, out));
+    CK_ERROR(ek_dynamic_smem_reverse(32, 48 * 1024 + 4, out), cudaErrorInvalidValue);
+    CK_ERROR(cudaGetLastError(), cudaSuccess); /* not sticky */
+    CK_CUDA(ek_raise_dynamic_smem(100 * 1024));
+    CK_ERROR(ek_raise_dynamic_smem(228 * 1024), cudaErrorInvalidValue);
+}
+END_TEST
+
+START_TEST(static_shared_memory_per_block)
+{
+    setenv("EMU_SCHEDULE", SCHEDULES[_i], 1);
+    static int out[16 * 64];
+    CK_CUDA(ek_static_smem_blocks(16, out));
+    for (int b = 0; b < 16; ++b)
+        for (int t = 0; t < 64; ++t)
+            ck_assert_int_eq(out[b * 64 + t], b * 1000 + 63 - t);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- grids and launches */
+
+START_TEST(grids_in_one_two_and_three_dimensions)
+{
+    setenv("EMU_SCHEDULE", SCHEDULES[_i], 1);
+    const dim3 grids[] = {{7, 1, 1}, {3, 5, 1}, {2, 3, 4}, {1, 1, 1}};
+    const dim3 blocks[] = {{33, 1, 1}, {8, 4, 1}, {4, 3, 5}, {2, 2, 64}};
+    for (int c = 0; c < 4; ++c) {
+        size_t n = (size_t)grids[c].x * grids[c].y * grids[c].z * blocks[c].x * blocks[c].y * blocks[c].z;
+        unsigned *out = malloc(n * sizeof *out);
+        CK_CUDA(ek_grid_ids(grids[c], blocks[c], out));
+        for (size_t i = 0; i < n; ++i)
+            ck_assert_msg(out[i] == i + 1, "case %d: slot %zu holds %u", c, i, out[i]);
+        free(out);
+    }
+}
+END_TEST
+
+START_TEST(block_order_follows_the_schedule)
+{
+    setenv("EMU_SCHEDULE", SCHEDULES[_i], 1);
+    enum { BLOCKS = 37 };
+    int order[BLOCKS], seen[BLOCKS] = {0}, identity = 1, reversed = 1;
+    CK_CUDA(ek_block_order(BLOCKS, order));
+    for (int b = 0; b < BLOCKS; ++b) {
+        ck_assert(order[b] >= 0 && order[b] < BLOCKS);
+        ck_assert_msg(!seen[order[b]]++, "block slot %d ran twice", order[b]);
+        identity &= order[b] == b;
+        reversed &= order[b] == BLOCKS - 1 - b;
+    }
+    if (!strcmp(SCHEDULES[_i], "inorder"))
+        ck_assert(identity);
+    else if (!strcmp(SCHEDULES[_i], "reverse"))
+        ck_assert(reversed);
+    else
+        ck_assert(!identity && !reversed);
+}
+END_TEST
+
+START_TEST(launch_forms_and_symbols)
+{
+    int out[4];
+    CK_CUDA(ek_launch_forms(out));
+    ck_assert_int_eq(out[0], 15);
+    ck_assert_int_eq(out[1], 9);
+    ck_assert_int_eq(out[2], 21);
+    ck_assert_int_eq(out[3], 42);
+    float values[16], doubled[16];
+    for (int i = 0; i < 16; ++i)
+        values[i] = (float)i * 1.5f;
+    CK_CUDA(ek_constant_symbol(values, 16, doubled));
+    for (int i = 0; i < 16; ++i)
+        ck_assert_float_eq(doubled[i], values[i] * 2.0f);
+}
+END_TEST
+
+START_TEST(several_os_threads_give_the_same_results)
+{
+    setenv("EMU_THREADS", "3", 1);
+    setenv("EMU_SCHEDULE", SCHEDULES[_i], 1);
+    static int out[40 * 64];
+    CK_CUDA(ek_static_smem_blocks(40, out));
+    for (int b = 0; b < 40; ++b)
+        for (int t = 0; t < 64; ++t)
+            ck_assert_int_eq(out[b * 64 + t], b * 1000 + 63 - t);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- groups, pipeline, half */
+
+START_TEST(cooperative_groups_subset)
+{
+    setenv("EMU_SCHEDULE", SCHEDULES[_i], 1);
+    struct ek_groups g;
+    CK_CUDA(ek_cooperative_groups(&g));
+    ck_assert_int_eq(g.block_size, 64);
+    for (unsigned r = 0; r < 64; ++r) {
+        unsigned base = r / 16 * 16;
+        int want_sum = (int)(16 * base + 120); /* base + (base + 1) + ... + (base + 15) */
+        ck_assert_uint_eq(g.rank[r], r);
+        ck_assert_uint_eq(g.tile_rank[r], r % 16);
+        ck_assert_uint_eq(g.meta_rank[r], r / 16);
+        ck_assert_uint_eq(g.tile_ballot[r], 0xaaaau);
+        ck_assert_int_eq(g.tile_sum[r], want_sum);
+        ck_assert_int_eq(g.reduce_sum[r], want_sum);
+        ck_assert_int_eq(g.dyn_rank[r], (int)(r % 8));
+    }
+}
+END_TEST
+
+START_TEST(pipeline_primitives_copy)
+{
+    float in[64], out[64];
+    for (int i = 0; i < 64; ++i)
+        in[i] = (float)i + 0.25f;
+    CK_CUDA(ek_pipeline_copy(in, 64, 3, out));
+    for (int i = 0; i < 61; ++i)
+        ck_assert_float_eq(out[i], in[i]);
+    for (int i = 61; i < 64; ++i)
+        ck_assert_float_eq(out[i], 0.0f); /* zero-filled */
+}
+END_TEST
+
+START_TEST(half_and_bfloat16)
+{
+    float sum, product, low;
+    CK_CUDA(ek_half_bf16(1.5f, 2.25f, &sum, &product, &low));
+    ck_assert_float_eq(sum, 3.75f);
+    ck_assert_float_eq(product, 3.375f);
+    ck_assert_float_eq(low, 2.25f);
+    CK_CUDA(ek_half_bf16(1.0f / 3.0f, 3.0f, &sum, &product, &low));
+    ck_assert_float_eq_tol(sum, 3.3333f, 2e-3f); /* fp16 keeps 11 bits */
+    ck_assert_float_eq_tol(product, 1.0f, 1e-2f); /* bf16 keeps 8 bits */
+}
+END_TEST
+
+/* ---------------------------------------------------------------- errors */
+
+START_TEST(invalid_configuration)
+{
+    const struct {
+        dim3 grid, block;
+    } bad[] = {
+        {{1, 1, 1}, {1025, 1, 1}}, {{1, 1, 1}, {32, 32, 2}}, {{1, 1, 1}, {1, 1, 65}},
+        {{0, 1, 1}, {32, 1, 1}},   {{1, 65536, 1}, {1, 1, 1}}, {{1, 1, 1}, {0, 1, 1}},
+    };
+    for (size_t c = 0; c < sizeof bad / sizeof bad[0]; ++c) {
+        ek_launch_config(bad[c].grid, bad[c].block, 0);
+        CK_ERROR(cudaPeekAtLastError(), cudaErrorInvalidConfiguration);
+        CK_ERROR(cudaGetLastError(), cudaErrorInvalidConfiguration);
+        CK_ERROR(cudaGetLastError(), cudaSuccess); /* read once, then cleared */
+    }
+    const dim3 ok_grid = {2147483647u, 1, 1}, one = {1, 1, 1}, big = {1024, 1, 1};
+    (void)ok_grid;
+    ek_launch_config(one, big, 0);
+    CK_CUDA(cudaGetLastError());
+    CK_CUDA(cudaDeviceSynchronize());
+}
+END_TEST
+
+static float *g_buf;
+static int g_buf_n;
+static int g_oob_line;
+
+static void launch_oob(void)
+{
+    g_oob_line = ek_launch_out_of_bounds(g_buf, g_buf_n, 0);
+}
+
+START_TEST(illegal_address_is_sticky_and_reported)
+{
+    g_buf_n = 256;
+    CK_CUDA(cudaMalloc((void **)&g_buf, g_buf_n * sizeof(float)));
+    char err[4096];
+    int status = run_captured(launch_oob, err, sizeof err);
+    ck_assert(WIFEXITED(status));
+    ck_assert_msg(strstr(err, "out_of_bounds_kernel") && strstr(err, "block (2,0,0)") &&
+                      strstr(err, "thread (5,0,0)") && strstr(err, "illegal write") &&
+                      strstr(err, "byte offset 1024 of the 1024-byte allocation"),
+                  "report: %s", err);
+    /* again here, to see the error calls (the child ran the same launch) */
+    launch_oob();
+    char line[64];
+    snprintf(line, sizeof line, "emu_kernels.cu:%d", g_oob_line);
+    ck_assert_msg(g_oob_line > 0 && strstr(err, line), "want %s in: %s", line, err);
+    CK_ERROR(cudaGetLastError(), cudaSuccess);     /* the launch itself was fine */
+    CK_ERROR(cudaPeekAtLastError(), cudaSuccess);
+    CK_ERROR(cudaDeviceSynchronize(), cudaErrorIllegalAddress);
+    CK_ERROR(cudaGetLastError(), cudaErrorIllegalAddress); /* sticky */
+    CK_ERROR(cudaGetLastError(), cudaErrorIllegalAddress);
+    void *p;
+    CK_ERROR(cudaMalloc(&p, 16), cudaErrorIllegalAddress);
+    float h;
+    CK_ERROR(cudaMemcpy(&h, g_buf, 4, cudaMemcpyDeviceToHost), cudaErrorIllegalAddress);
+    CK_ERROR(cudaDeviceSynchronize(), cudaErrorIllegalAddress);
+}
+END_TEST
+
+START_TEST(illegal_addresses_that_fault)
+{
+    /* loop: 0 far past the end, 1 before the start, 2 after cudaFree, 3 a null pointer */
+    float *d, *out;
+    int n = 64;
+    CK_CUDA(cudaMalloc((void **)&d, n * sizeof(float)));
+    CK_CUDA(cudaMalloc((void **)&out, sizeof(float)));
+    switch (_i) {
+    case 0: ek_launch_out_of_bounds(d, n, 5000); break;
+    case 1: ek_launch_out_of_bounds(d, n, -n - 1100); break;
+    case 2:
+        CK_CUDA(cudaFree(d));
+        ek_launch_read(d, out);
+        break;
+    default: ek_launch_read(NULL, out); break;
+    }
+    CK_ERROR(cudaGetLastError(), cudaSuccess);
+    CK_ERROR(cudaDeviceSynchronize(), cudaErrorIllegalAddress);
+}
+END_TEST
+
+START_TEST(write_into_the_padding_is_caught_after_the_kernel)
+{
+    /* 9 floats: the buffer ends 12 bytes before the guard page; d[9] lands in the padding */
+    float *d;
+    CK_CUDA(cudaMalloc((void **)&d, 9 * sizeof(float)));
+    ek_launch_out_of_bounds(d, 9, 0);
+    CK_ERROR(cudaDeviceSynchronize(), cudaErrorIllegalAddress);
+}
+END_TEST
+
+START_TEST(in_bounds_edges_are_fine)
+{
+    float *d;
+    int n = 1000;
+    CK_CUDA(cudaMalloc((void **)&d, n * sizeof(float)));
+    ek_launch_out_of_bounds(d, n, -1); /* the last element */
+    CK_CUDA(cudaGetLastError());
+    CK_CUDA(cudaDeviceSynchronize());
+    float last;
+    CK_CUDA(cudaMemcpy(&last, d + n - 1, sizeof last, cudaMemcpyDeviceToHost));
+    ck_assert_float_eq(last, 1.0f);
+}
+END_TEST
+
+START_TEST(trap_assert_and_division_stop_the_kernel)
+{
+    /* loop: 0 __trap, 1 assert, 2 integer division by zero */
+    int *d;
+    CK_CUDA(cudaMalloc((void **)&d, 8 * sizeof(int)));
+    if (_i == 0)
+        ek_launch_trap();
+    else if (_i == 1)
+        ek_launch_assert(5); /* thread 2: 5 + 2 == 7 */
+    else
+        ek_launch_divide(d, 1);
+    CK_ERROR(cudaGetLastError(), cudaSuccess);
+    CK_ERROR(cudaDeviceSynchronize(), _i == 1 ? cudaErrorAssert : cudaErrorLaunchFailure);
+}
+END_TEST
+
+static void launch_big_frame(void)
+{
+    float *d;
+    if (cudaMalloc((void **)&d, 64) != cudaSuccess)
+        _exit(3);
+    ek_launch_big_frame(d);
+    _exit(cudaDeviceSynchronize() == cudaSuccess ? 0 : 4);
+}
+
+START_TEST(stack_overflow_names_the_thread_and_the_remedy)
+{
+    char err[4096];
+    int status = run_captured(launch_big_frame, err, sizeof err);
+    ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT, "status %#x: %s", status, err);
+    ck_assert_msg(strstr(err, "big_frame_kernel") && strstr(err, "thread (0,0,0)") &&
+                      strstr(err, "overflowed its 64 KiB stack") && strstr(err, "EMU_STACK_KB="),
+                  "report: %s", err);
+    setenv("EMU_STACK_KB", "1024", 1);
+    status = run_captured(launch_big_frame, err, sizeof err);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "with 1 MiB stacks: %#x: %s", status, err);
+}
+END_TEST
+
+START_TEST(copies_check_their_pointers)
+{
+    float *d, h[8] = {0};
+    CK_CUDA(cudaMalloc((void **)&d, 8 * sizeof(float)));
+    CK_CUDA(cudaMemcpy(d, h, sizeof h, cudaMemcpyHostToDevice));
+    CK_ERROR(cudaMemcpy(d, h, sizeof h + 4, cudaMemcpyHostToDevice), cudaErrorInvalidValue);
+    CK_ERROR(cudaMemcpy(h, h + 1, 4, cudaMemcpyDeviceToHost), cudaErrorInvalidValue);
+    CK_ERROR(cudaMemcpy(h, d, 4, cudaMemcpyHostToDevice), cudaErrorInvalidValue);
+    CK_ERROR(cudaMemset(h, 0, 4), cudaErrorInvalidValue);
+    CK_ERROR(cudaFree(h), cudaErrorInvalidValue);
+    CK_ERROR(cudaGetLastError(), cudaErrorInvalidValue);
+    CK_CUDA(cudaGetLastError()); /* argument errors are not sticky */
+    CK_CUDA(cudaMemset(d, 0, sizeof h));
+    CK_CUDA(cudaFree(d));
+}
+END_TEST
+
+START_TEST(device_streams_and_events)
+{
+    int count = 0;
+    CK_CUDA(cudaGetDeviceCount(&count));
+    ck_assert_int_eq(count, 1);
+    struct cudaDeviceProp p;
+    CK_CUDA(cudaGetDeviceProperties(&p, 0));
+    ck_assert_str_eq(p.name, "emu (CPU)");
+    ck_assert_int_eq(p.warpSize, 32);
+    ck_assert_int_eq(p.maxThreadsPerBlock, 1024);
+    ck_assert_uint_eq(p.sharedMemPerBlock, 48 * 1024);
+    int v = 0;
+    CK_CUDA(cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
+    ck_assert_int_eq(v, (int)p.sharedMemPerBlockOptin);
+    CK_ERROR(cudaGetDeviceProperties(&p, 1), cudaErrorInvalidDevice);
+    CK_ERROR(cudaGetLastError(), cudaErrorInvalidDevice); /* read, so the launch below starts clean */
+    size_t free_bytes, total;
+    CK_CUDA(cudaMemGetInfo(&free_bytes, &total));
+    ck_assert(free_bytes <= total && total > 0);
+    ck_assert_str_eq(cudaGetErrorString(cudaErrorIllegalAddress), "an illegal memory access was encountered");
+    ck_assert_str_eq(cudaGetErrorName(cudaErrorInvalidConfiguration), "cudaErrorInvalidConfiguration");
+
+    cudaStream_t s;
+    cudaEvent_t a, b;
+    CK_CUDA(cudaStreamCreate(&s));
+    CK_CUDA(cudaEventCreate(&a));
+    CK_CUDA(cudaEventCreate(&b));
+    CK_CUDA(cudaEventRecord(a, s));
+    int out[64];
+    CK_CUDA(ek_barrier_rotate(64, out));
+    CK_CUDA(cudaEventRecord(b, s));
+    CK_CUDA(cudaEventSynchronize(b));
+    float ms = -1;
+    CK_CUDA(cudaEventElapsedTime(&ms, a, b));
+    ck_assert(ms >= 0.0f);
+    CK_CUDA(cudaStreamSynchronize(s));
+    CK_CUDA(cudaEventDestroy(a));
+    CK_CUDA(cudaEventDestroy(b));
+    CK_CUDA(cudaStreamDestroy(s));
+    ck_assert(is_schedule_inorder());
+}
+END_TEST
+
+static Suite *emu_suite(void)
+{
+    Suite *s = suite_create("emu");
+    struct {
+        const char *name;
+        const TTest *test;
+        int loops;
+    } loops[] = {
+        {"barriers", barrier_orders_the_phases, NUM_SCHEDULES},
+        {"barriers", syncthreads_count_and_or, NUM_SCHEDULES},
+        {"barriers", exited_threads_count_as_arrived, NUM_SCHEDULES},
+        {"warps", shuffles_with_widths, NUM_SCHEDULES},
+        {"warps", partial_warps_and_exited_lanes, NUM_SCHEDULES},
+        {"atomics", atomics_under_contention, 2},
+        {"shared", dynamic_shared_memory, NUM_SCHEDULES},
+        {"shared", static_shared_memory_per_block, NUM_SCHEDULES},
+        {"grids", grids_in_one_two_and_three_dimensions, NUM_SCHEDULES},
+        {"grids", block_order_follows_the_schedule, NUM_SCHEDULES},
+        {"grids", several_os_threads_give_the_same_results, NUM_SCHEDULES},
+        {"groups", cooperative_groups_subset, NUM_SCHEDULES},
+        {"errors", illegal_addresses_that_fault, 4},
+        {"errors", trap_assert_and_division_stop_the_kernel, 3},
+    };
+    const struct {
+        const char *name;
+        const TTest *test;
+    } singles[] = {
+        {"barriers", divergent_barriers_are_an_error},
+        {"barriers", warp_op_a_lane_never_joins_is_an_error},
+        {"races", shuffled_schedule_exposes_a_missing_barrier},
+        {"warps", ballot_any_all_over_masks},
+        {"warps", warp_reductions_and_match},
+        {"shared", dynamic_shared_memory_limit},
+        {"grids", launch_forms_and_symbols},
+        {"groups", pipeline_primitives_copy},
+        {"groups", half_and_bfloat16},
+        {"errors", invalid_configuration},
+        {"errors", illegal_address_is_sticky_and_reported},
+        {"errors", write_into_the_padding_is_caught_after_the_kernel},
+        {"errors", in_bounds_edges_are_fine},
+        {"errors", stack_overflow_names_the_thread_and_the_remedy},
+        {"errors", copies_check_their_pointers},
+        {"runtime", device_streams_and_events},
+    };
+    const char *cases[] = {"barriers", "races", "warps", "atomics", "shared", "grids",
+                           "groups", "errors", "runtime"};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) {
+        TCase *tc = tcase_create(cases[c]);
+        tcase_set_timeout(tc, 60);
+        for (size_t i = 0; i < sizeof loops / sizeof loops[0]; ++i)
+            if (!strcmp(loops[i].name, cases[c]))
+                tcase_add_loop_test(tc, loops[i].test, 0, loops[i].loops);
+        for (size_t i = 0; i < sizeof singles / sizeof singles[0]; ++i)
+            if (!strcmp(singles[i].name, cases[c]))
+                tcase_add_test(tc, singles[i].test);
+        if (!strcmp(cases[c], "runtime"))
+            tcase_add_exit_test(tc, bad_schedule_is_rejected, EXIT_FAILURE);
+        suite_add_tcase(s, tc);
+    }
+    return s;
+}
+
+int main(void)
+{
+    /* each test sets the schedule it needs; none inherits one from the caller */
+    unsetenv("EMU_SCHEDULE");
+    unsetenv("EMU_THREADS");
+    unsetenv("EMU_STACK_KB");
+    SRunner *sr = srunner_create(emu_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
