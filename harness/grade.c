@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 struct slot {
@@ -20,7 +21,14 @@ struct shared {
     struct device_info device;
     char summary[GRADE_TEXT];
     struct slot slots[GRADE_MAX_TESTS];
+    /* each forked test's stderr goes to one file, from its own offset on, so that a test
+     * that dies (a CUDA error, an emulator's fault report) can be shown with its last words */
+    int capture;                 /* fork mode: redirect the children's stderr */
+    int started;                 /* tests started so far: the index of the next one */
+    long err_start[GRADE_MAX_TESTS + 1];
 };
+
+static FILE *errfile;
 
 static struct shared *sh;
 static const char *chapter_name;
@@ -85,6 +93,18 @@ const struct device_info *grader_device(void)
     return &sh->device;
 }
 
+/* A checked fixture: runs in each test's child before the test. Tests run one at a time, in
+ * the order they were added, so a shared counter names the test. */
+static void child_setup(void)
+{
+    if (!sh->capture || sh->started >= GRADE_MAX_TESTS)
+        return;
+    fflush(stderr);
+    int fd = fileno(errfile);
+    sh->err_start[sh->started++] = lseek(fd, 0, SEEK_END);
+    dup2(fd, STDERR_FILENO);
+}
+
 int grader_add(Suite *s, const char *tcase, const TTest *fn, const char *const *t, int n,
                double timeout_s)
 {
@@ -94,6 +114,7 @@ int grader_add(Suite *s, const char *tcase, const TTest *fn, const char *const *
     }
     TCase *tc = tcase_create(tcase);
     tcase_set_timeout(tc, timeout_s);
+    tcase_add_checked_fixture(tc, child_setup, NULL);
     tcase_add_loop_test(tc, fn, 0, n);
     suite_add_tcase(s, tc);
     int base = ntests;
@@ -156,9 +177,44 @@ static void print_block(const char *label, const char *text)
     printf("        %s%s\n", label, text);
 }
 
+/* The last lines test i wrote to stderr, indented, when it wrote any. */
+static void print_stderr_of(int i)
+{
+    if (!sh->capture || i >= sh->started)
+        return;
+    long from = sh->err_start[i];
+    long to = i + 1 < sh->started ? sh->err_start[i + 1] : lseek(fileno(errfile), 0, SEEK_END);
+    if (to <= from)
+        return;
+    enum { KEEP = 2048 };
+    if (to - from > KEEP)
+        from = to - KEEP;
+    char buf[KEEP + 1];
+    ssize_t got = pread(fileno(errfile), buf, (size_t)(to - from), from);
+    if (got <= 0)
+        return;
+    buf[got] = '\0';
+    char *line = buf, *nl;
+    if (from > sh->err_start[i] && (nl = strchr(line, '\n')))
+        line = nl + 1; /* start on a whole line */
+    printf("        it printed:\n");
+    for (; *line; line = nl + 1) {
+        nl = strchr(line, '\n');
+        if (nl)
+            *nl = '\0';
+        printf("          %s\n", line);
+        if (!nl)
+            break;
+    }
+}
+
 int grader_run(Suite *s)
 {
     SRunner *sr = srunner_create(s);
+    errfile = tmpfile();
+    sh->capture = errfile && srunner_fork_status(sr) == CK_FORK;
+    if (sh->capture)
+        fcntl(fileno(errfile), F_SETFL, O_APPEND);
     srunner_run_all(sr, CK_SILENT);
     if (tty())
         printf("\r\033[K");
@@ -183,13 +239,17 @@ int grader_run(Suite *s)
             break;
         default:
             printf("  FAIL  %s: %s\n", title, tr_msg(r));
+            print_stderr_of(i);
             print_block("", strstr(tr_msg(r), "timeout")
                                 ? "hint: the kernel did not finish in time: a loop that never "
                                   "ends, or a barrier that not every thread reaches?"
-                                : "hint: the test stopped early; the lines it printed above "
-                                  "say why (a CUDA error names the call and the kernel)");
+                                : "hint: the test stopped early: a CUDA error names the call "
+                                  "that saw it; an illegal address is usually an index past "
+                                  "the end of a buffer (a missing bounds check)");
             break;
         }
+        if (tr_rtype(r) == CK_FAILURE)
+            print_stderr_of(i);
     }
     for (int i = 0; i < nskips; i++)
         printf("  SKIP  %s\n", skips[i]);

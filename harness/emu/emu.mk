@@ -31,7 +31,7 @@ EMU_RT_CXXFLAGS := -std=c++17 -O2 -g -Wall -Wextra -Werror -fno-strict-aliasing
 # misnames the file of some functions under DWARF 5's #line handling); stack-clash protection probes every
 # page of a large frame, so a fiber stack overflow always hits the guard page; no -Werror, as a
 # learner's half-written kernel must still build.
-EMU_CU_CXXFLAGS := -std=c++17 -O2 -g -gdwarf-4 -fno-strict-aliasing -fstack-clash-protection \
+EMU_CU_CXXFLAGS := -std=c++17 -O2 -g -Wno-unknown-pragmas -gdwarf-4 -fno-strict-aliasing -fstack-clash-protection \
                    -Wall -Wno-unused-parameter -Wno-unused-variable -Wno-unused-function
 
 $(EMU_LIB): $(EMU_RT_OBJS)

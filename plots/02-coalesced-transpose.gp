@@ -1,0 +1,36 @@
+# 02-coalesced-transpose.gp: GB/s of each rung against size, with the copy kernel of the same
+# bytes as the ceiling (left), and each rung's speedup over the naive transpose (right).
+load "plots/style.gp"
+
+ceiling = "copy"
+stats data using (_add(strcol(KERNEL))) nooutput
+# naive time per size, indexed by log2(size), for the speedup panel
+array base[32]
+stats data using (strcol(KERNEL) eq "naive" ? \
+    (base[int(log(size(strcol(SHAPE))) / log(2) + 0.5)] = column(MS), 0) : 0) nooutput
+speedup(s) = base[int(log(s) / log(2) + 0.5)] / column(MS)
+
+set datafile missing NaN
+set multiplot layout 1,2
+set logscale x 2
+set xlabel "rows = cols"
+set ylabel "GB/s (8 rows cols bytes / time)"
+# headroom above the lines for the key: small sizes sit low at the left, the copy high at the right
+set offsets 0, 0, graph 0.5, 0
+set key top left
+set format y "%g"
+set yrange [0:*]
+set title "fp32 transpose against a copy of the same bytes"
+plot for [i = 1:words(rungs)] data using (size(strcol(SHAPE))):(only(word(rungs, i), GBS)) \
+         with linespoints lt i title word(rungs, i), \
+     data using (size(strcol(SHAPE))):(only("copy", GBS)) with linespoints lt 8 \
+         title "copy (the ceiling)"
+
+set ylabel "speedup over naive"
+set title "the same bytes, coalesced"
+set offsets 0, 0, 0, 0
+set key bottom right
+plot for [i = 2:words(rungs)] data using (size(strcol(SHAPE))):\
+         (strcol(KERNEL) eq word(rungs, i) ? speedup(size(strcol(SHAPE))) : NaN) \
+         with linespoints lt i title word(rungs, i)
+unset multiplot

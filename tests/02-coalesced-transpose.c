@@ -1,0 +1,401 @@
+/* 02-coalesced-transpose.c: the grader of chapter 02, and its bench.
+ *
+ *   grade            correctness on edge shapes, exactly (a transpose moves bits, it computes
+ *                    nothing), twice each on fresh inputs; on a GPU, transpose at least 70% of
+ *                    copy_same_bytes's bandwidth at 8192x8192, both measured in the same run,
+ *                    with transpose_naive measured beside them for scale
+ *   grade --bench F  every rung of the linked transpose.cu and the copy kernel over a range of
+ *                    square sizes, as tab-separated rows in F (GPU only)
+ *
+ * Bandwidth is counted as a transpose must move it: rows * cols floats read and as many
+ * written, 2 * rows * cols * 4 bytes, whatever the kernel really moved.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grade.h"
+#include "transpose.h"
+
+#define CHAPTER "02-coalesced-transpose"
+#define NEEDS_OF_COPY 0.70
+#define SPEED_SIZE 8192
+#define TILE 32 /* the tile the hints talk about: the one the starter and the solution use */
+
+struct shape { int rows, cols; };
+
+/* Edge shapes: one element, a single row and a single column one past a power of two (a grid
+ * with x and y swapped covers neither), a shape under two tiles in each direction, sizes just
+ * off the tile, a square that fills the GPU, and a rectangle that is a multiple of nothing. */
+static const struct shape GPU_SHAPES[] = {
+    { 1, 1 }, { 1, 4097 }, { 4097, 1 }, { 33, 17 }, { 1000, 999 }, { 8192, 8192 }, { 3000, 7001 },
+};
+/* On the CPU backend the two large shapes shrink; the edge cases stay. */
+static const struct shape CPU_SHAPES[] = {
+    { 1, 1 }, { 1, 4097 }, { 4097, 1 }, { 33, 17 }, { 1000, 999 }, { 1024, 1024 }, { 300, 701 },
+};
+#define NSHAPES ((int)(sizeof GPU_SHAPES / sizeof GPU_SHAPES[0]))
+
+static int CORRECT, SPEED;
+
+static const struct shape *shapes(void)
+{
+    return gpu_times_are_real() ? GPU_SHAPES : CPU_SHAPES;
+}
+
+static void *xmalloc(size_t bytes)
+{
+    void *p = malloc(bytes);
+    if (!p) {
+        perror("malloc");
+        exit(EXIT_FAILURE);
+    }
+    return p;
+}
+
+/* Host and device buffers of one problem. The reference is the input itself, read
+ * transposed: ref(c, r) = in(r, c), in double for compare_f32. */
+struct problem {
+    struct shape s;
+    float *h_in, *h_out;
+    double *ref;
+    float *d_in, *d_out;
+};
+
+static void problem_init(struct problem *p, struct shape s, int with_ref)
+{
+    p->s = s;
+    size_t n = (size_t)s.rows * s.cols;
+    p->h_in = xmalloc(n * sizeof(float));
+    p->h_out = xmalloc(n * sizeof(float));
+    p->ref = with_ref ? xmalloc(n * sizeof(double)) : NULL;
+    p->d_in = dbuf_alloc(n * sizeof(float), "d_in");
+    p->d_out = dbuf_alloc(n * sizeof(float), "d_out");
+}
+
+/* Fresh inputs, their reference, and a poisoned out. Random floats in [-1, 1) are rarely
+ * equal to one another, so an element that lands in the wrong place shows. */
+static void problem_fill(struct problem *p, struct rng *r)
+{
+    struct shape s = p->s;
+    size_t n = (size_t)s.rows * s.cols;
+    rng_fill_f32(r, p->h_in, n, -1.0f, 1.0f);
+    if (p->ref)
+        for (int row = 0; row < s.rows; row++)
+            for (int col = 0; col < s.cols; col++)
+                p->ref[(size_t)col * s.rows + row] = p->h_in[(size_t)row * s.cols + col];
+    to_device(p->d_in, p->h_in, n * sizeof(float));
+    dbuf_poison(p->d_out);
+}
+
+static void problem_free(struct problem *p)
+{
+    dbuf_free(p->d_in);
+    dbuf_free(p->d_out);
+    free(p->h_in);
+    free(p->h_out);
+    free(p->ref);
+}
+
+/* ---- hints: where did the wrong elements come from? --------------------------------------- */
+
+/* in(r, c), or NaN outside in (which no output element equals). */
+static double in_at(const struct problem *p, long r, long c)
+{
+    if (r < 0 || c < 0 || r >= p->s.rows || c >= p->s.cols)
+        return NAN;
+    return p->h_in[(size_t)r * p->s.cols + c];
+}
+
+/* For the wrong output elements, the share that one known bug explains. Output element
+ * (orow, ocol) should be in(ocol, orow); each bug reads something else. */
+enum bug { AS_COPY, TILE_NOT_TRANSPOSED, TILES_NOT_MOVED, NBUGS };
+
+static double bug_source(const struct problem *p, enum bug b, long orow, long ocol)
+{
+    long ti = orow / TILE, tj = ocol / TILE, i = orow % TILE, j = ocol % TILE;
+    switch (b) {
+    case AS_COPY: /* out holds in in its own order: out[k] = in[k] */
+        return p->h_in[(size_t)orow * p->s.rows + ocol];
+    case TILE_NOT_TRANSPOSED: /* tiles in the right place, each one read back untransposed */
+        return in_at(p, tj * TILE + i, ti * TILE + j);
+    case TILES_NOT_MOVED: /* each tile transposed, but written where it was in in */
+        return in_at(p, ti * TILE + j, tj * TILE + i);
+    default:
+        return NAN;
+    }
+}
+
+static const char *const BUG_HINT[NBUGS] = {
+    [AS_COPY] = "the output holds the input in its own order: that is a copy. out is cols x "
+                "rows: element (c, r) of out, at out[c * rows + r], is in[r * cols + c]",
+    [TILE_NOT_TRANSPOSED] = "each 32x32 tile lands in the right place but is not transposed "
+                            "inside: when writing out, read the shared tile transposed, "
+                            "s_tile[threadIdx.x][threadIdx.y + j], not the way it was stored",
+    [TILES_NOT_MOVED] = "each 32x32 tile is transposed inside but written where it sat in in: "
+                        "the tile (blockIdx.y, blockIdx.x) of in is the tile (blockIdx.x, "
+                        "blockIdx.y) of out, so swap the block offsets for the write",
+};
+
+/* A hint for a wrong output: the known bug that explains the wrong elements that were
+ * written, else the harness's guess from where the unwritten ones sit (nothing written, a band
+ * never written), else the indexing to check. A bug explains an element when the element holds
+ * exactly the value that bug would have put there; elements whose source under that bug lies
+ * outside in (stale shared memory) say nothing either way. */
+static void transpose_hint(const struct problem *p, const struct cmp_result *c, char *buf,
+                           size_t len)
+{
+    struct shape s = p->s;
+    size_t n = (size_t)s.rows * s.cols;
+    size_t written_wrong = 0, applies[NBUGS] = { 0 }, explained[NBUGS] = { 0 };
+    for (size_t k = 0; k < n; k++) {
+        double want = p->ref[k], got = p->h_out[k];
+        if (got == want || isnan(got))
+            continue;
+        written_wrong++;
+        long orow = (long)(k / (size_t)s.rows), ocol = (long)(k % (size_t)s.rows);
+        for (int b = 0; b < NBUGS; b++) {
+            double src = bug_source(p, (enum bug)b, orow, ocol);
+            if (isnan(src))
+                continue;
+            applies[b]++;
+            explained[b] += got == src;
+        }
+    }
+    for (int b = 0; b < NBUGS; b++)
+        if (explained[b] > 0 && explained[b] * 10 >= applies[b] * 9 &&
+            applies[b] * 4 >= written_wrong) {
+            snprintf(buf, len, "%s", BUG_HINT[b]);
+            return;
+        }
+    cmp_hint(c, (size_t)s.cols, (size_t)s.rows, buf, len);
+    if (buf[0])
+        return;
+    snprintf(buf, len, "check the indexing of the write: out is cols x rows, so its row stride "
+                       "is rows (not cols), and out(c, r) = in(r, c)%s. And if the kernel "
+                       "stages a tile in shared memory: is there a __syncthreads() between "
+                       "storing the tile and reading it back?",
+             s.rows == s.cols ? "" : " (a square shape may pass where this one fails)");
+}
+
+/* Copy out back and compare it, exactly; on a mismatch, fail the test with the first wrong
+ * elements and a hint. `what` names the run ("transpose", "transpose after timing"). */
+static void problem_check(struct problem *p, int slot, const char *what)
+{
+    struct shape s = p->s;
+    char guard[256];
+    if (dbuf_check_guards(p->d_out, guard, sizeof guard) != 0) {
+        grade_hint(slot, "a thread of a partial tile stored outside out: the write needs its own "
+                         "bounds check, with the roles swapped (a row of out < cols, a column "
+                         "of out < rows)");
+        ck_abort_msg("%dx%d: %s: %s", s.rows, s.cols, what, guard);
+    }
+    if (dbuf_check_guards(p->d_in, guard, sizeof guard) != 0) {
+        grade_hint(slot, "the kernel wrote around in, which it only reads: are in and out "
+                         "swapped somewhere?");
+        ck_abort_msg("%dx%d: %s: %s", s.rows, s.cols, what, guard);
+    }
+    size_t n = (size_t)s.rows * s.cols;
+    to_host(p->h_out, p->d_out, n * sizeof(float));
+    /* out has `rows` columns: the positions in messages are (row of out, column of out) */
+    struct cmp_result c = compare_f32(p->h_out, p->ref, NULL, n, (size_t)s.rows, 0.0, 0.0);
+    if (c.bad == 0)
+        return;
+    char desc[512], hint[400];
+    cmp_describe(&c, (size_t)s.rows, desc, sizeof desc);
+    transpose_hint(p, &c, hint, sizeof hint);
+    grade_hint(slot, "%s", hint);
+    ck_abort_msg("%dx%d: %s: %s (positions are (row, col) of out, which is %dx%d)", s.rows,
+                 s.cols, what, desc, s.cols, s.rows);
+}
+
+START_TEST(correct)
+{
+    int slot = CORRECT + _i;
+    struct rng r = grade_rng(slot);
+    struct problem p;
+    problem_init(&p, shapes()[_i], 1);
+    /* twice, on different inputs: a kernel that remembers an answer fails the second */
+    for (int round = 0; round < 2; round++) {
+        problem_fill(&p, &r);
+        transpose(p.d_in, p.d_out, p.s.rows, p.s.cols);
+        gpu_sync();
+        problem_check(&p, slot, round ? "transpose, second run" : "transpose");
+    }
+    problem_free(&p);
+}
+END_TEST
+
+/* ---- concept tests -------------------------------------------------------------------------
+ * The profiling issue registers its tests of this chapter's ideas here, on the CPU backend's
+ * counters (and Nsight Compute where it runs): global sectors per request of transpose's loads
+ * and stores (4 for a warp's 32 floats, where the naive store needs 32), and shared-memory
+ * wavefronts per request of its tile reads (1, where the unpadded tile's column read needs 32).
+ * Add them with grader_add beside `correct` in main(). */
+
+/* ---- speed ------------------------------------------------------------------------------ */
+
+struct launch { transpose_fn fn; struct problem *p; };
+
+static void run_fn(void *ctx)
+{
+    struct launch *l = ctx;
+    l->fn(l->p->d_in, l->p->d_out, l->p->s.rows, l->p->s.cols);
+}
+
+/* What a transpose must move, 2 * rows * cols * 4 bytes, over the time: GB/s. */
+static double gbs(struct shape s, double ms)
+{
+    return 2.0 * s.rows * s.cols * sizeof(float) / (ms * 1e-3) / 1e9;
+}
+
+START_TEST(speed)
+{
+    int slot = SPEED;
+    struct rng r = grade_rng(slot);
+    struct problem p;
+    problem_init(&p, (struct shape){ SPEED_SIZE, SPEED_SIZE }, 1);
+    problem_fill(&p, &r);
+
+    /* a kernel is timed only once it is right, and out is poisoned before each kernel's runs,
+     * so the check after timing sees what that kernel wrote and nothing else */
+    transpose(p.d_in, p.d_out, p.s.rows, p.s.cols);
+    gpu_sync();
+    problem_check(&p, slot, "transpose (speed is graded once it is correct)");
+
+    struct launch copy = { copy_same_bytes, &p }, naive = { transpose_naive, &p },
+                  yours = { transpose, &p };
+    struct timing tc = gpu_time(run_fn, &copy, 3, 20);
+    dbuf_poison(p.d_out);
+    struct timing tn = gpu_time(run_fn, &naive, 3, 20);
+    dbuf_poison(p.d_out);
+    struct timing ty = gpu_time(run_fn, &yours, 3, 20);
+    problem_check(&p, slot, "transpose after timing"); /* out holds the last timed run's */
+
+    struct shape s = p.s;
+    double share = tc.median_ms / ty.median_ms; /* your GB/s over the copy's */
+    grade_note(slot, "yours %.0f GB/s = %.0f%% of the copy kernel's %.0f GB/s (needs %.0f%%); "
+                     "the naive transpose %.0f GB/s, so yours is %.1fx it",
+               gbs(s, ty.median_ms), 100.0 * share, gbs(s, tc.median_ms), 100.0 * NEEDS_OF_COPY,
+               gbs(s, tn.median_ms), tn.median_ms / ty.median_ms);
+    grade_summary("%.0f%% of the copy kernel (needs %.0f%%)", 100.0 * share,
+                  100.0 * NEEDS_OF_COPY);
+    if (ty.median_ms > 0.5 * tn.median_ms)
+        grade_hint(slot, "under 2x the naive transpose: one side of yours still walks a column "
+                         "of global memory. Stage a 32x32 tile in shared memory so that a warp "
+                         "reads a row of in and writes a row of out (128 bytes each)");
+    else
+        grade_hint(slot, "both global sides look coalesced; now the shared memory: a warp that "
+                         "reads a column of a [32][32] float tile hits one bank 32 times. Pad "
+                         "the tile to [32][33], or swizzle the column index (c ^ r)");
+    problem_free(&p);
+    ck_assert_msg(share >= NEEDS_OF_COPY,
+                  "%dx%d: yours %.3f ms (%.0f GB/s), the copy kernel %.3f ms (%.0f GB/s): "
+                  "%.0f%%, needs %.0f%%",
+                  s.rows, s.cols, ty.median_ms, gbs(s, ty.median_ms), tc.median_ms,
+                  gbs(s, tc.median_ms), 100.0 * share, 100.0 * NEEDS_OF_COPY);
+}
+END_TEST
+
+/* ---- bench ------------------------------------------------------------------------------ */
+
+static const int BENCH_SIZES[] = { 1024, 2048, 4096, 8192, 16384 };
+
+/* Exact check of a bench run without a double reference (16384^2 would need 2 GiB of it):
+ * the index of the first wrong element of out, or -1. `copy`: out should equal in. */
+static long bench_first_wrong(const struct problem *p, int copy)
+{
+    struct shape s = p->s;
+    for (long row = 0; row < s.rows; row++)
+        for (long col = 0; col < s.cols; col++) {
+            size_t k = copy ? (size_t)row * s.cols + col : (size_t)col * s.rows + row;
+            if (memcmp(&p->h_out[k], &p->h_in[(size_t)row * s.cols + col], sizeof(float)))
+                return (long)k;
+        }
+    return -1;
+}
+
+static int bench(const char *path)
+{
+    struct device_info info;
+    char why[256];
+    if (gpu_probe(&info, why, sizeof why) != 0) {
+        fprintf(stderr, "bench: no GPU answered (%s): nothing to measure\n", why);
+        return EXIT_FAILURE;
+    }
+    if (!gpu_times_are_real()) {
+        fprintf(stderr, "bench: the CPU backend's timings are not GPU timings; run the bench "
+                        "on a GPU (BACKEND=cuda)\n");
+        return EXIT_FAILURE;
+    }
+    struct results out;
+    if (results_open(&out, path, info.name, info.driver) != 0) {
+        perror(path);
+        return EXIT_FAILURE;
+    }
+    struct rng r;
+    rng_init(&r, harness_seed());
+    printf("%-12s %-10s %10s %10s\n", "shape", "kernel", "ms", "GB/s");
+    for (size_t i = 0; i < sizeof BENCH_SIZES / sizeof BENCH_SIZES[0]; i++) {
+        int sz = BENCH_SIZES[i];
+        struct problem p;
+        problem_init(&p, (struct shape){ sz, sz }, 0);
+        problem_fill(&p, &r);
+        char shape[32];
+        snprintf(shape, sizeof shape, "%dx%d", sz, sz);
+        /* every rung, then the ceiling, on the same input in one run */
+        for (int v = 0; v <= TRANSPOSE_NUM_RUNGS; v++) {
+            int is_copy = v == TRANSPOSE_NUM_RUNGS;
+            struct launch l = { is_copy ? copy_same_bytes : TRANSPOSE_RUNGS[v].fn, &p };
+            const char *name = is_copy ? "copy" : TRANSPOSE_RUNGS[v].name;
+            dbuf_poison(p.d_out);
+            struct timing t = gpu_time(run_fn, &l, 3, 20);
+            to_host(p.h_out, p.d_out, (size_t)sz * sz * sizeof(float));
+            long k = bench_first_wrong(&p, is_copy);
+            if (k >= 0) {
+                fprintf(stderr, "bench: %s at %s is wrong: out[%ld] = %g\n", name, shape, k,
+                        p.h_out[k]);
+                return EXIT_FAILURE;
+            }
+            double g = gbs(p.s, t.median_ms);
+            results_row(&out, CHAPTER, name, shape, t.median_ms, g, 0.0);
+            printf("%-12s %-10s %10.4f %10.1f\n", shape, name, t.median_ms, g);
+            fflush(stdout);
+        }
+        problem_free(&p);
+    }
+    results_close(&out);
+    printf("bench: wrote %s\n", path);
+    return EXIT_SUCCESS;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 3 && strcmp(argv[1], "--bench") == 0)
+        return bench(argv[2]);
+    if (argc != 1) {
+        fprintf(stderr, "usage: %s            grade chapter " CHAPTER "\n"
+                        "       %s --bench F  measure every rung, rows into F\n",
+                argv[0], argv[0]);
+        return 2;
+    }
+    grader_init(CHAPTER);
+    Suite *s = suite_create(CHAPTER);
+    char titles[NSHAPES][64];
+    const char *t[NSHAPES];
+    for (int i = 0; i < NSHAPES; i++) {
+        struct shape sh = shapes()[i];
+        snprintf(titles[i], sizeof titles[i], "correct %dx%d", sh.rows, sh.cols);
+        t[i] = titles[i];
+    }
+    CORRECT = grader_add(s, "correct", correct, t, NSHAPES, 120);
+    /* concept tests: registered here (see "concept tests" above) */
+    if (gpu_times_are_real()) {
+        static const char *speed_title[] = { "bandwidth at 8192x8192" };
+        SPEED = grader_add(s, "speed", speed, speed_title, 1, 120);
+    } else {
+        grader_skip("bandwidth", "timings are real on a GPU only; on the CPU backend the shapes "
+                                 "are smaller and only correctness is graded");
+    }
+    return grader_run(s);
+}
