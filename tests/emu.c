@@ -751,7 +751,13 @@ int main(void)
     unsetenv("EMU_STACK_KB");
     SRunner *sr = srunner_create(emu_suite());
     srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
+    int failed = srunner_ntests_failed(sr), run = srunner_ntests_run(sr);
     srunner_free(sr);
+    const char *counts = getenv("GRADE_COUNTS"); /* make test's tally */
+    FILE *f = counts && *counts ? fopen(counts, "a") : NULL;
+    if (f) {
+        fprintf(f, "emu\thost\t%d\t%d\n", run - failed, failed);
+        fclose(f);
+    }
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
