@@ -255,8 +255,9 @@ int grader_run(Suite *s)
         printf("  SKIP  %s\n", skips[i]);
 
     int passed = n - failed;
-    printf("%s  %s  %d/%d passed%s%s\n", chapter_name, failed == 0 && n > 0 ? "PASS" : "FAIL",
-           passed, n, sh->summary[0] ? "  " : "", sh->summary);
+    printf("%s  %s  %d/%d passed on %s%s%s\n", chapter_name,
+           failed == 0 && n > 0 ? "PASS" : "FAIL", passed, n, gpu_backend(),
+           sh->summary[0] ? "  " : "", sh->summary);
     fflush(stdout);
     srunner_print(sr, CK_MINIMAL); /* Check's own closing line */
 

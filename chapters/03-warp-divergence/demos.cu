@@ -75,7 +75,7 @@ __global__ void reduce_interleaved_kernel(const float *__restrict__ in, float *_
         /* the textbook writes tid % (2 * s) == 0; for a power of two s the mask is the same
          * test without the integer division, so this pair measures the divergence alone.
          * Active lanes are 2s apart: at s = 1 half the lanes of all 8 warps work, at s = 16
-         * one lane in 32, and every warp still issues the step until s reaches 32. */
+         * one lane in 32, and every warp still has a lane at work until s reaches 32. */
         if ((tid & (2 * s - 1)) == 0)
             s_sum[tid] += s_sum[tid + s];
         __syncthreads();
@@ -94,7 +94,9 @@ __global__ void reduce_sequential_kernel(const float *__restrict__ in, float *__
     __syncthreads();
     for (int s = REDUCE_BLOCK / 2; s > 0; s /= 2) {
         /* active lanes are the first s: whole warps are either all in or all out while
-         * s >= 32 (4 warps, then 2, then 1), and the idle warps issue nothing */
+         * s >= 32 (4 warps, then 2, then 1). nvcc unrolls this loop and predicates the step
+         * rather than branching, so an idle warp still issues it with every lane off (the
+         * README reads the SASS) */
         if (tid < s)
             s_sum[tid] += s_sum[tid + s];
         __syncthreads();
