@@ -3,6 +3,7 @@
 #   make grade                 grade your kernels in chapters/ (installs what is missing first)
 #   make test                  the project's own tests
 #   make bench | plots | book  measure on a GPU, plot, build build/book.pdf
+#   make tune CH=04            on a GPU, measure the tile configurations the launchers pick from
 #
 # Variables choose, not edits: CH=01 (one chapter), SOLUTIONS=1 (grade solutions/),
 # BACKEND=auto|cuda|emu, ARCH="75 80 86 89 90" (the SM versions to build for), SEED=n.
@@ -164,6 +165,12 @@ grade: deps-grade
 bench: deps-grade
 	@CHAPTERS="$(CHAPTERS)" CHAPTERS_ALL="$(CHAPTERS_ALL)" CH="$(CH)" SIDE="$(SIDE)" \
 	  BACKEND="$(BACKEND)" MAKE="$(MAKE)" harness/grade.sh --bench
+
+# on a GPU: measure each candidate configuration of the chapters that have them (04)
+.PHONY: tune
+tune: deps-grade
+	@CHAPTERS="$(CHAPTERS)" CHAPTERS_ALL="$(CHAPTERS_ALL)" CH="$(CH)" SIDE=solutions \
+	  BACKEND="$(BACKEND)" MAKE="$(MAKE)" harness/grade.sh --tune
 
 .PHONY: test
 test: deps-test

@@ -2,7 +2,7 @@
 # gpu-run.sh OUTDIR: on a machine with a GPU, run what `make gpu-build` built, without
 # rebuilding (the machine needs no Check, gnuplot or network): the probe, the harness tests,
 # every solution's grader (must pass), every starter's grader (must fail), every known-bug
-# kernel's grader (must fail), and every solution's bench. Logs and results go to OUTDIR; the last lines are a summary.
+# kernel's grader (must fail), every solution's bench, and the tuning of chapters that tune. Logs and results go to OUTDIR; the last lines are a summary.
 set -uo pipefail
 out=${1:?usage: harness/gpu-run.sh OUTDIR}
 mkdir -p "$out"
@@ -26,6 +26,10 @@ for dir in build/cuda/solutions/*/; do
     if [[ ${SKIP_BENCH:-0} != 1 ]]; then
         build/cuda/solutions/$c/grade --bench "$out/$c.tsv" > "$out/$c-bench.log" 2>&1
         note "$c bench: exit $?"
+        if grep -q -- '"--tune"' "tests/$c.c"; then
+            build/cuda/solutions/$c/grade --tune "$out/$c-tune.tsv" > "$out/$c-tune.log" 2>&1
+            note "$c tune: exit $?"
+        fi
     fi
 done
 for g in build/cuda/mutants/*/*/grade; do

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# grade.sh [--bench]: what `make grade` (and `make bench`) run after the set-up.
+# grade.sh [--bench|--tune]: what `make grade` (and `make bench`, `make tune`) run after the
+# set-up.
 # Chooses the backend, builds the graders of the chosen chapters, runs each one (a crash in one
 # does not stop the others) and prints an overall line. Exit status 0 only when all passed.
 # Environment, from the Makefile: CHAPTERS, CHAPTERS_ALL, CH, SIDE, BACKEND, MAKE.
 set -uo pipefail
 
 mode=grade
-[[ ${1:-} == --bench ]] && mode=bench
+case ${1:-} in
+    --bench) mode=bench ;;
+    --tune) mode=tune ;;
+esac
 make_=${MAKE:-make}
 
 if [[ -z ${CHAPTERS// } ]]; then
@@ -37,9 +41,19 @@ if [[ $backend != emu ]]; then
                  "results are graded for real on smaller shapes, and speed is graded on a GPU only."
     fi
 fi
-if [[ $mode == bench && $backend != cuda ]]; then
-    echo "bench: timings on the CPU backend are not GPU timings; \`make bench\` needs a GPU" >&2
+if [[ $mode != grade && $backend != cuda ]]; then
+    echo "$mode: timings on the CPU backend are not GPU timings; \`make $mode\` needs a GPU" >&2
     exit 1
+fi
+if [[ $mode == tune ]]; then
+    # only chapters whose grader has a tuning mode
+    tunable=
+    for c in $CHAPTERS; do grep -q -- '"--tune"' "tests/$c.c" && tunable+=" $c"; done
+    if [[ -z $tunable ]]; then
+        echo "tune: none of ${CHAPTERS// /, } has configurations to tune" >&2
+        exit 2
+    fi
+    CHAPTERS=${tunable# }
 fi
 
 # ---- build ---------------------------------------------------------------------------------
@@ -59,6 +73,8 @@ for c in $CHAPTERS; do
     echo
     if [[ $mode == bench ]]; then
         GRADE_COUNTS=$counts "$bin" --bench "build/results/$c.tsv"
+    elif [[ $mode == tune ]]; then
+        GRADE_COUNTS=$counts "$bin" --tune "build/results/$c-tune.tsv"
     else
         GRADE_COUNTS=$counts "$bin"
     fi
@@ -66,7 +82,9 @@ for c in $CHAPTERS; do
 done
 echo
 total=$((passed + failed))
-if [[ $mode == bench ]]; then
+if [[ $mode == tune ]]; then
+    echo "tune: $passed of $total chapters tuned; tables in build/results/*-tune.tsv (commit one as solutions/CHAPTER/tune.tsv)"
+elif [[ $mode == bench ]]; then
     echo "bench: $passed of $total chapters measured; rows in build/results/ (make plots PLOT_DATA=build/results)"
 else
     echo "grade: $passed of $total chapters passed ($SIDE, $backend backend)"
