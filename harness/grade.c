@@ -272,3 +272,54 @@ int grader_run(Suite *s)
     srunner_free(sr);
     return failed == 0 && n > 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
+
+int grader_add_timed(Suite *s, const char *tcase, const TTest *fn, const char *title,
+                     double timeout_s)
+{
+    if (!gpu_times_are_real()) {
+        grader_skip(tcase, "timings are real on a GPU only; on the CPU backend only "
+                           "correctness is graded");
+        return -1;
+    }
+    return grader_add(s, tcase, fn, &title, 1, timeout_s);
+}
+
+int grader_main(const struct grader_spec *spec, int argc, char **argv)
+{
+    if (argc == 1) {
+        grader_init(spec->chapter);
+        Suite *s = suite_create(spec->chapter);
+        spec->add_tests(s);
+        return grader_run(s);
+    }
+    if (argc == 3 && strcmp(argv[1], "--bench") == 0 && spec->bench)
+        return spec->bench(argv[2]);
+    if (argc == 3 && strcmp(argv[1], "--tune") == 0 && spec->tune)
+        return spec->tune(argv[2]);
+    fprintf(stderr, "usage: %s            grade chapter %s\n", argv[0], spec->chapter);
+    if (spec->bench)
+        fprintf(stderr, "       %s --bench F  measure every rung, rows into F\n", argv[0]);
+    if (spec->tune)
+        fprintf(stderr, "       %s --tune F   measure every candidate configuration, rows "
+                        "into F\n", argv[0]);
+    return 2;
+}
+
+int bench_begin(const char *path, struct results *out, struct device_info *info)
+{
+    char why[256];
+    if (gpu_probe(info, why, sizeof why) != 0) {
+        fprintf(stderr, "bench: no GPU answered (%s): nothing to measure\n", why);
+        return -1;
+    }
+    if (!gpu_times_are_real()) {
+        fprintf(stderr, "bench: the CPU backend's timings are not GPU timings; measure on a "
+                        "GPU (BACKEND=cuda)\n");
+        return -1;
+    }
+    if (results_open(out, path, info->name, info->driver) != 0) {
+        perror(path);
+        return -1;
+    }
+    return 0;
+}

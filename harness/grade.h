@@ -6,11 +6,13 @@
  * that crashes or hangs fails its own test and the rest still grade; the tests pass their notes
  * back to the parent through a shared mapping made before the fork.
  *
- *   int main(void) {
- *       grader_init("01-naive-matmul");
- *       Suite *s = suite_create("01-naive-matmul");
- *       CORRECT = grader_add(s, "correct", correct_test, titles, n, 60);
- *       return grader_run(s);
+ *   static void add_tests(Suite *s) {
+ *       CORRECT = grader_add(s, "correct", correct, titles, n, 60);
+ *       SPEED = grader_add_timed(s, "speed", speed, "speed at 1024^3", 120);
+ *   }
+ *   int main(int argc, char **argv) {
+ *       static const struct grader_spec spec = { "01-naive-matmul", add_tests, bench, NULL };
+ *       return grader_main(&spec, argc, argv);
  *   }
  */
 #ifndef GRADE_H
@@ -53,5 +55,26 @@ struct rng grade_rng(int slot);
 
 /* Run every test, print the lines, return the exit status: 0 only when every test passed. */
 int grader_run(Suite *s);
+
+/* A test that times kernels: added as grader_add does on a GPU; on the CPU backend, whose
+ * timings are not GPU timings, reported as SKIP instead. Returns its slot, or -1 when skipped. */
+int grader_add_timed(Suite *s, const char *tcase, const TTest *fn, const char *title,
+                     double timeout_s);
+
+/* What one chapter's grader program does. */
+struct grader_spec {
+    const char *chapter;
+    void (*add_tests)(Suite *s);      /* registers the tests, after grader_init */
+    int (*bench)(const char *path);   /* --bench FILE: rows into FILE; NULL when none */
+    int (*tune)(const char *path);    /* --tune FILE: candidate configurations; NULL when none */
+};
+
+/* The whole main() of a grader: no argument grades, --bench FILE and --tune FILE run those
+ * modes, anything else prints the usage and returns 2. */
+int grader_main(const struct grader_spec *spec, int argc, char **argv);
+
+/* The start of every bench and tuning run: a GPU must answer and its timings must be real;
+ * opens path for results. Returns 0, or prints why and returns -1. */
+int bench_begin(const char *path, struct results *out, struct device_info *info);
 
 #endif

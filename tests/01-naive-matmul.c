@@ -207,21 +207,9 @@ static const int BENCH_SIZES[] = { 256, 512, 1024, 2048, 4096 };
 static int bench(const char *path)
 {
     struct device_info info;
-    char why[256];
-    if (gpu_probe(&info, why, sizeof why) != 0) {
-        fprintf(stderr, "bench: no GPU answered (%s): nothing to measure\n", why);
-        return EXIT_FAILURE;
-    }
-    if (!gpu_times_are_real()) {
-        fprintf(stderr, "bench: the CPU backend's timings are not GPU timings; run the bench "
-                        "on a GPU (BACKEND=cuda)\n");
-        return EXIT_FAILURE;
-    }
     struct results out;
-    if (results_open(&out, path, info.name, info.driver) != 0) {
-        perror(path);
+    if (bench_begin(path, &out, &info) != 0)
         return EXIT_FAILURE;
-    }
     struct rng r;
     rng_init(&r, harness_seed());
     printf("%-12s %-12s %10s %10s\n", "shape", "kernel", "ms", "GFLOP/s");
@@ -277,35 +265,23 @@ static int bench(const char *path)
     return EXIT_SUCCESS;
 }
 
-int main(int argc, char **argv)
+static void add_tests(Suite *s)
 {
-    if (argc == 3 && strcmp(argv[1], "--bench") == 0)
-        return bench(argv[2]);
-    if (argc != 1) {
-        fprintf(stderr, "usage: %s            grade chapter " CHAPTER "\n"
-                        "       %s --bench F  measure every rung, rows into F\n",
-                argv[0], argv[0]);
-        return 2;
-    }
-    grader_init(CHAPTER);
-    Suite *s = suite_create(CHAPTER);
-    char titles[NSHAPES][64];
+    char titles[NSHAPES][80];
     const char *t[NSHAPES];
     for (int i = 0; i < NSHAPES; i++) {
-        struct shape sh = shapes()[i];
-        struct shape gpu = GPU_SHAPES[i];
+        struct shape sh = shapes()[i], gpu = GPU_SHAPES[i];
         int shrunk = sh.m != gpu.m || sh.k != gpu.k || sh.n != gpu.n;
         snprintf(titles[i], sizeof titles[i], "correct %dx%dx%d%s", sh.m, sh.k, sh.n,
                  shrunk ? " (in place of the GPU's 1024x1024x1024)" : "");
         t[i] = titles[i];
     }
     CORRECT = grader_add(s, "correct", correct, t, NSHAPES, 120);
-    if (gpu_times_are_real()) {
-        static const char *speed_title[] = { "speed at 1024x1024x1024" };
-        SPEED = grader_add(s, "speed", speed, speed_title, 1, 120);
-    } else {
-        grader_skip("speed", "timings are real on a GPU only; on the CPU backend only "
-                             "correctness is graded");
-    }
-    return grader_run(s);
+    SPEED = grader_add_timed(s, "speed", speed, "speed at 1024x1024x1024", 120);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct grader_spec spec = { CHAPTER, add_tests, bench, NULL };
+    return grader_main(&spec, argc, argv);
 }

@@ -313,21 +313,9 @@ static int cmp_float(const void *a, const void *b)
 static int bench(const char *path)
 {
     struct device_info info;
-    char why[256];
-    if (gpu_probe(&info, why, sizeof why) != 0) {
-        fprintf(stderr, "bench: no GPU answered (%s): nothing to measure\n", why);
-        return EXIT_FAILURE;
-    }
-    if (!gpu_times_are_real()) {
-        fprintf(stderr, "bench: the CPU backend's timings are not GPU timings; run the bench "
-                        "on a GPU (BACKEND=cuda)\n");
-        return EXIT_FAILURE;
-    }
     struct results out;
-    if (results_open(&out, path, info.name, info.driver) != 0) {
-        perror(path);
+    if (bench_begin(path, &out, &info) != 0)
         return EXIT_FAILURE;
-    }
     struct rng r;
     rng_init(&r, harness_seed());
     printf("%-10s %-22s %10s\n", "n", "kernel", "ms");
@@ -408,18 +396,8 @@ static int bench(const char *path)
     return EXIT_SUCCESS;
 }
 
-int main(int argc, char **argv)
+static void add_tests(Suite *s)
 {
-    if (argc == 3 && strcmp(argv[1], "--bench") == 0)
-        return bench(argv[2]);
-    if (argc != 1) {
-        fprintf(stderr, "usage: %s            grade chapter " CHAPTER "\n"
-                        "       %s --bench F  measure every rung, rows into F\n",
-                argv[0], argv[0]);
-        return 2;
-    }
-    grader_init(CHAPTER);
-    Suite *s = suite_create(CHAPTER);
     char titles[NSIZES][64];
     const char *t[NSIZES];
     for (int i = 0; i < NSIZES; i++) {
@@ -427,17 +405,16 @@ int main(int argc, char **argv)
         t[i] = titles[i];
     }
     CORRECT = grader_add(s, "correct", correct, t, NSIZES, 120);
-    if (gpu_times_are_real()) {
-        static const char *speed_title[] = { "speed at n = 16777217" };
-        SPEED = grader_add(s, "speed", speed, speed_title, 1, 120);
-    } else {
-        grader_skip("speed", "timings are real on a GPU only; on the CPU backend the sizes "
-                             "are smaller and only correctness is graded");
-    }
+    SPEED = grader_add_timed(s, "speed", speed, "speed at n = 16777217", 120);
     /* Concept tests, CPU backend (the profiling issue registers them here): divergent
      * branches per warp, counted by the emulator over process(): the remapped kernel must
      * show no branch that splits a full warp (only the last pair of warps, past n, may have
      * lanes that left), where process_divergent splits every warp at every path. Until then
      * the CPU backend grades correctness only. */
-    return grader_run(s);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct grader_spec spec = { CHAPTER, add_tests, bench, NULL };
+    return grader_main(&spec, argc, argv);
 }
