@@ -103,13 +103,15 @@ $(foreach b,cuda emu,$(foreach s,chapters solutions,$(foreach c,$(CHAPTERS_ALL),
 # Known-bug kernels: tests/mutants/CHAPTER/NAME.patch applied to a solution file. Each one's
 # grader links the patched file in place of the original, and `make test` requires it to fail.
 MUTANTS := $(patsubst tests/mutants/%.patch,%,$(wildcard tests/mutants/*/*.patch))
-mutant_file = $(notdir $(shell sed -n 's|^+++ b/||p' tests/mutants/$1.patch | head -n 1))
+mutant_path = $(shell sed -n 's|^+++ b/||p' tests/mutants/$1.patch | head -n 1)
+mutant_file = $(notdir $(call mutant_path,$1))
 
+# the patched copy is remade when the patch or the file it patches changes
 define mutant_src
-build/mutants/$1/$2: tests/mutants/$1.patch harness/mutate.sh
+build/mutants/$1/$(notdir $2): tests/mutants/$1.patch $2 harness/mutate.sh
 	harness/mutate.sh $$< $$(@D)
 endef
-$(foreach m,$(MUTANTS),$(eval $(call mutant_src,$m,$(call mutant_file,$m))))
+$(foreach m,$(MUTANTS),$(eval $(call mutant_src,$m,$(call mutant_path,$m))))
 
 mutant_chapter = $(firstword $(subst /, ,$1))
 define mutant_rule

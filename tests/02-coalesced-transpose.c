@@ -318,21 +318,9 @@ static long bench_first_wrong(const struct problem *p, int copy)
 static int bench(const char *path)
 {
     struct device_info info;
-    char why[256];
-    if (gpu_probe(&info, why, sizeof why) != 0) {
-        fprintf(stderr, "bench: no GPU answered (%s): nothing to measure\n", why);
-        return EXIT_FAILURE;
-    }
-    if (!gpu_times_are_real()) {
-        fprintf(stderr, "bench: the CPU backend's timings are not GPU timings; run the bench "
-                        "on a GPU (BACKEND=cuda)\n");
-        return EXIT_FAILURE;
-    }
     struct results out;
-    if (results_open(&out, path, info.name, info.driver) != 0) {
-        perror(path);
+    if (bench_begin(path, &out, &info) != 0)
         return EXIT_FAILURE;
-    }
     struct rng r;
     rng_init(&r, harness_seed());
     printf("%-12s %-10s %10s %10s\n", "shape", "kernel", "ms", "GB/s");
@@ -369,18 +357,8 @@ static int bench(const char *path)
     return EXIT_SUCCESS;
 }
 
-int main(int argc, char **argv)
+static void add_tests(Suite *s)
 {
-    if (argc == 3 && strcmp(argv[1], "--bench") == 0)
-        return bench(argv[2]);
-    if (argc != 1) {
-        fprintf(stderr, "usage: %s            grade chapter " CHAPTER "\n"
-                        "       %s --bench F  measure every rung, rows into F\n",
-                argv[0], argv[0]);
-        return 2;
-    }
-    grader_init(CHAPTER);
-    Suite *s = suite_create(CHAPTER);
     char titles[NSHAPES][64];
     const char *t[NSHAPES];
     for (int i = 0; i < NSHAPES; i++) {
@@ -390,12 +368,11 @@ int main(int argc, char **argv)
     }
     CORRECT = grader_add(s, "correct", correct, t, NSHAPES, 120);
     /* concept tests: registered here (see "concept tests" above) */
-    if (gpu_times_are_real()) {
-        static const char *speed_title[] = { "bandwidth at 8192x8192" };
-        SPEED = grader_add(s, "speed", speed, speed_title, 1, 120);
-    } else {
-        grader_skip("bandwidth", "timings are real on a GPU only; on the CPU backend the shapes "
-                                 "are smaller and only correctness is graded");
-    }
-    return grader_run(s);
+    SPEED = grader_add_timed(s, "bandwidth", speed, "bandwidth at 8192x8192", 120);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct grader_spec spec = { CHAPTER, add_tests, bench, NULL };
+    return grader_main(&spec, argc, argv);
 }
