@@ -192,11 +192,20 @@ plots: deps-book $(PLOTS)
 
 BOOK_SRC := book/metadata.yaml book/front.md $(wildcard chapters/*/README.md) book/back.md
 
-build/book.pdf: $(BOOK_SRC) book/header.tex book/include.lua $(PLOTS) $(CU_ALL)
-	@mkdir -p $(@D)
-	pandoc $(BOOK_SRC) --from markdown --lua-filter book/include.lua \
+# pandoc writes LaTeX, pdflatex runs twice (the contents need the page numbers); the log stays
+# in build/book/ for tests/book.sh, which looks for code that runs off the page
+export PLOT_DATA
+build/book.pdf: $(BOOK_SRC) book/header.tex book/include.lua book/appendices.lua $(PLOTS) $(CU_ALL)
+	@mkdir -p build/book
+	pandoc $(BOOK_SRC) --from markdown --standalone --listings \
+	  --lua-filter book/include.lua --lua-filter book/appendices.lua \
 	  --include-in-header book/header.tex --top-level-division=chapter --toc \
-	  --pdf-engine=pdflatex -o $@
+	  -o build/book/book.tex
+	for pass in 1 2; do \
+	  pdflatex -interaction=nonstopmode -halt-on-error -output-directory build/book \
+	    build/book/book.tex > build/book/pdflatex.out || { tail -n 30 build/book/pdflatex.out; exit 1; }; \
+	done
+	cp build/book/book.pdf $@
 
 .PHONY: book
 book: deps-book build/book.pdf

@@ -16,6 +16,23 @@ local function read_file(path)
   return text
 end
 
+-- The "# device:", "# driver:" and "# date:" lines at the top of a measurement file.
+local function provenance(tsv)
+  local f = io.open(tsv, "r")
+  if not f then return nil end
+  local meta = {}
+  for line in f:lines() do
+    local key, value = line:match("^# (%w+): (.*)$")
+    if not key then break end
+    meta[key] = value
+  end
+  f:close()
+  if not meta.device then return nil end
+  local driver = meta.driver and meta.driver:match("^([%d%.]+)") or meta.driver
+  return meta.device .. (driver and (", driver " .. driver) or "") ..
+         (meta.date and (", " .. meta.date) or "")
+end
+
 function Image(img)
   local name = img.src:match("([^/]+)%.gp$")
   if name then
@@ -26,6 +43,14 @@ function Image(img)
     end
     f:close()
     img.src = pdf
+    -- the caption says where and when the numbers were measured
+    local data = os.getenv("PLOT_DATA") or "plots/data/h200"
+    local from = provenance(data .. "/" .. name .. ".tsv")
+    if from then
+      local label = data:match("^build/") and "Measured on this machine: " or "Measured on "
+      img.caption:insert(pandoc.Str(" "))
+      img.caption:insert(pandoc.Emph(pandoc.Inlines("(" .. label .. from .. ".)")))
+    end
     return img
   end
 end
