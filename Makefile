@@ -60,11 +60,22 @@ cu_sources = $(if $(filter solutions,$1),$(wildcard solutions/$2/*.cu) \
                $(filter-out $(patsubst solutions/%,chapters/%,$(wildcard solutions/$2/*.cu)),$(wildcard chapters/$2/*.cu)),\
                $(wildcard chapters/$2/*.cu))
 
+# Kernel files that only a GPU can run (inline PTX, TMA, wgmma): named *_sm90.cu, left out of
+# CPU-backend builds; their graders say such rungs are graded on a GPU only.
+EMU_EXCLUDE := %_sm90.cu
+backend_sources = $(if $(filter emu,$1),$(filter-out $(EMU_EXCLUDE),$2),$2)
+
 HARNESS_OBJS = $(patsubst harness/%.c,build/$1/harness/%.o,harness/harness.c harness/gpu.c harness/grade.c harness/blas.c)
 
 # ---- compiling ---------------------------------------------------------------------------
 
-build/cuda/%.o: %.cu
+# Objects are rebuilt when the flags change (ARCH=90 for a quick GPU visit, then the full set).
+build/cuda/.nvccflags: FORCE
+	@mkdir -p $(@D)
+	@echo '$(NVCC) $(NVCCFLAGS)' | cmp -s - $@ || echo '$(NVCC) $(NVCCFLAGS)' > $@
+.PHONY: FORCE
+
+build/cuda/%.o: %.cu build/cuda/.nvccflags
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) $(CU_INC) -c $< -o $@
 
@@ -93,7 +104,7 @@ build/emu/libharness.a: $(call HARNESS_OBJS,emu)
 
 # build/BACKEND/SIDE/CHAPTER/grade: the chapter's grader linked with one side's kernels
 define grader_rule
-build/$1/$2/$3/grade: build/$1/tests/$3.o $(patsubst %.cu,build/$1/%.o,$(call cu_sources,$2,$3)) build/$1/libharness.a $(LIBDEP_$1)
+build/$1/$2/$3/grade: build/$1/tests/$3.o $(patsubst %.cu,build/$1/%.o,$(call backend_sources,$1,$(call cu_sources,$2,$3))) build/$1/libharness.a $(LIBDEP_$1)
 	@mkdir -p $$(@D)
 	$(CXX) -o $$@ $$(filter %.o,$$^) build/$1/libharness.a $(LDLIBS_$1)
 endef
@@ -115,7 +126,7 @@ $(foreach m,$(MUTANTS),$(eval $(call mutant_src,$m,$(call mutant_path,$m))))
 
 mutant_chapter = $(firstword $(subst /, ,$1))
 define mutant_rule
-build/$1/mutants/$2/grade: build/$1/tests/$(call mutant_chapter,$2).o build/$1/build/mutants/$2/$(3:.cu=.o) $(patsubst %.cu,build/$1/%.o,$(filter-out %/$3,$(call cu_sources,solutions,$(call mutant_chapter,$2)))) build/$1/libharness.a $(LIBDEP_$1)
+build/$1/mutants/$2/grade: build/$1/tests/$(call mutant_chapter,$2).o build/$1/build/mutants/$2/$(3:.cu=.o) $(patsubst %.cu,build/$1/%.o,$(call backend_sources,$1,$(filter-out %/$3,$(call cu_sources,solutions,$(call mutant_chapter,$2))))) build/$1/libharness.a $(LIBDEP_$1)
 	@mkdir -p $$(@D)
 	$(CXX) -o $$@ $$(filter %.o,$$^) build/$1/libharness.a $(LDLIBS_$1)
 endef

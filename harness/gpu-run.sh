@@ -1,42 +1,56 @@
 #!/usr/bin/env bash
 # gpu-run.sh OUTDIR: on a machine with a GPU, run what `make gpu-build` built, without
 # rebuilding (the machine needs no Check, gnuplot or network): the probe, the harness tests,
-# every solution's grader (must pass), every starter's grader (must fail), every known-bug
-# kernel's grader (must fail), every solution's bench, and the tuning of chapters that tune. Logs and results go to OUTDIR; the last lines are a summary.
+# every solution's grader (must pass), every starter's grader (must fail), every solution's
+# bench, the tuning of chapters that tune, and every known-bug kernel's grader (must fail).
+#
+# Everything goes to OUTDIR as it happens: one log (run.log) and one table per bench or
+# tuning run, so that a run cut short keeps what it finished. Each step has a time limit.
+#   CHAPTERS="02-... 04-..."   only these chapters (default: every one built)
+#   SKIP_BENCH=1, SKIP_MUTANTS=1, SKIP_STARTERS=1   leave those steps out
+#   STEP_TIMEOUT=300           seconds for one step
 set -uo pipefail
 out=${1:?usage: harness/gpu-run.sh OUTDIR}
 mkdir -p "$out"
+log=$out/run.log
+limit=${STEP_TIMEOUT:-300}
 summary=()
-note() { summary+=("$*"); echo "$*"; }
+note() { summary+=("$*"); echo "$*" | tee -a "$log"; }
+step() { # step TITLE COMMAND...: run with a time limit, output into the log
+    local title=$1; shift
+    echo "== $title" >> "$log"
+    local t0=$SECONDS
+    timeout "$limit" "$@" >> "$log" 2>&1
+    local rc=$?
+    note "$title: exit $rc$([[ $rc -eq 124 ]] && echo ' (timed out)') in $((SECONDS - t0)) s"
+    return $rc
+}
 
-build/cuda/probe | tee "$out/device.txt" || { echo "no GPU answered"; exit 1; }
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv \
-    >> "$out/device.txt" 2>&1 || true
-date -u +%Y-%m-%dT%H:%MZ >> "$out/device.txt"
+{ build/cuda/probe || { echo "no GPU answered"; exit 1; }
+  nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv 2>&1
+  date -u +%Y-%m-%dT%H:%MZ; } | tee -a "$log"
 
-if build/cuda/tests/harness > "$out/harness.log" 2>&1; then note "harness tests: pass"
-else note "harness tests: FAIL (harness.log)"; fi
+[[ -x build/cuda/tests/harness ]] && step "harness tests" build/cuda/tests/harness
 
-for dir in build/cuda/solutions/*/; do
-    c=$(basename "$dir")
-    build/cuda/solutions/$c/grade > "$out/$c-solution.log" 2>&1
-    note "$c solution: exit $? ($(tail -n 2 "$out/$c-solution.log" | head -n 1))"
-    build/cuda/chapters/$c/grade > "$out/$c-starter.log" 2>&1
-    note "$c starter: exit $? ($(tail -n 2 "$out/$c-starter.log" | head -n 1))"
+chapters=${CHAPTERS:-$(for d in build/cuda/solutions/*/; do basename "$d"; done)}
+for c in $chapters; do
+    step "$c solution" build/cuda/solutions/$c/grade
+    [[ ${SKIP_STARTERS:-0} == 1 ]] || step "$c starter (must fail)" build/cuda/chapters/$c/grade
     if [[ ${SKIP_BENCH:-0} != 1 ]]; then
-        build/cuda/solutions/$c/grade --bench "$out/$c.tsv" > "$out/$c-bench.log" 2>&1
-        note "$c bench: exit $?"
+        step "$c bench" build/cuda/solutions/$c/grade --bench "$out/$c.tsv"
         if grep -q -- '"--tune"' "tests/$c.c"; then
-            build/cuda/solutions/$c/grade --tune "$out/$c-tune.tsv" > "$out/$c-tune.log" 2>&1
-            note "$c tune: exit $?"
+            step "$c tune" build/cuda/solutions/$c/grade --tune "$out/$c-tune.tsv"
         fi
     fi
 done
-for g in build/cuda/mutants/*/*/grade; do
-    m=${g#build/cuda/mutants/}; m=${m%/grade}
-    res=$("$g" 2>&1); rc=$?
-    printf '== %s\n%s\n' "$m" "$res" >> "$out/mutants.log"
-    note "mutant $m: exit $rc ($(grep -m1 '^  FAIL  ' <<<"$res" | cut -c1-120))"
-done
+if [[ ${SKIP_MUTANTS:-0} != 1 ]]; then
+    for c in $chapters; do
+        for g in build/cuda/mutants/$c/*/grade; do
+            [[ -x $g ]] || continue
+            m=${g#build/cuda/mutants/}; m=${m%/grade}
+            step "mutant $m (must fail)" "$g"
+        done
+    done
+fi
 echo
 printf '%s\n' "${summary[@]}"

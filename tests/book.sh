@@ -18,6 +18,7 @@ for readme in chapters/*/README.md; do
     while IFS= read -r fig; do
         figures=$((figures + 1))
         caption=${fig#*\[}; caption=${caption%%\]*}
+        caption=$(sed 's/²/2/g; s/³/3/g' <<<"$caption" | tr -d '`*_') # as pdftotext reads them
         name=$(sed -E 's/.*\/([^/]+)\.gp\).*/\1/' <<<"$fig")
         if grep -qF "$caption" <<<"$text" && [[ -s build/plots/$name.pdf ]]; then ok "figure $name"
         else fail "the book lacks the figure $name of $readme"; fi

@@ -475,6 +475,31 @@ START_TEST(half_and_bfloat16)
 }
 END_TEST
 
+/* c = a b + 1 through WMMA, against the same sums on the host: small multiples of 1/8 that bf16
+ * holds exactly and whose sums float holds exactly, so the comparison is exact. Loop 0: b
+ * row-major, c row-major; 1: b col-major; 2: c stored col-major; 3: both. */
+START_TEST(wmma_bf16_mma)
+{
+    int b_col = _i & 1, c_col = (_i >> 1) & 1;
+    float a[256], b[256], c[256];
+    for (int i = 0; i < 256; ++i) {
+        a[i] = (float)((i * 7) % 17 - 8) / 8.0f;
+        b[i] = (float)((i * 5) % 13 - 6) / 4.0f;
+    }
+    CK_CUDA(ek_wmma_bf16(a, b, b_col, c_col, c));
+    for (int r = 0; r < 16; ++r)
+        for (int col = 0; col < 16; ++col) {
+            float want = 1.0f;
+            for (int k = 0; k < 16; ++k)
+                want += a[r * 16 + k] * (b_col ? b[col * 16 + k] : b[k * 16 + col]);
+            float got = c_col ? c[col * 16 + r] : c[r * 16 + col];
+            ck_assert_msg(got == want, "b %s, c %s: (%d,%d): got %g, want %g",
+                          b_col ? "col_major" : "row_major", c_col ? "col" : "row", r, col,
+                          (double)got, (double)want);
+        }
+}
+END_TEST
+
 /* ---------------------------------------------------------------- errors */
 
 START_TEST(invalid_configuration)
@@ -694,6 +719,7 @@ static Suite *emu_suite(void)
         {"barriers", exited_threads_count_as_arrived, NUM_SCHEDULES},
         {"warps", shuffles_with_widths, NUM_SCHEDULES},
         {"warps", partial_warps_and_exited_lanes, NUM_SCHEDULES},
+        {"warps", wmma_bf16_mma, 4},
         {"atomics", atomics_under_contention, 2},
         {"shared", dynamic_shared_memory, NUM_SCHEDULES},
         {"shared", static_shared_memory_per_block, NUM_SCHEDULES},

@@ -7,6 +7,7 @@
 #include <cuda_fp16.h>
 #include <cuda_pipeline.h>
 #include <cuda_runtime.h>
+#include <mma.h>
 
 #include "emu_kernels.h"
 
@@ -577,6 +578,45 @@ cudaError_t ek_pipeline_copy(const float *in, int n, int zfill_floats, float *ou
     pipeline_kernel<<<1, n / 4>>>(din, dout, n, zfill_floats);
     cudaError_t e = fetch(out, dout, n, finish());
     cudaFree(din);
+    return e;
+}
+
+/* ---------------------------------------------------------------- wmma */
+
+template <class LayoutB>
+__global__ void wmma_kernel(const float *a, const float *b, float *c, int c_col_major)
+{
+    namespace wmma = nvcuda::wmma;
+    __shared__ __align__(32) __nv_bfloat16 s_a[256], s_b[256];
+    for (int i = threadIdx.x; i < 256; i += 32) {
+        s_a[i] = __float2bfloat16(a[i]);
+        s_b[i] = __float2bfloat16(b[i]);
+    }
+    __syncwarp();
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> fa;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, LayoutB> fb;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+    wmma::fill_fragment(acc, 1.0f);
+    wmma::load_matrix_sync(fa, s_a, 16);
+    wmma::load_matrix_sync(fb, s_b, 16);
+    wmma::mma_sync(acc, fa, fb, acc);
+    wmma::store_matrix_sync(c, acc, 16, c_col_major ? wmma::mem_col_major : wmma::mem_row_major);
+}
+
+cudaError_t ek_wmma_bf16(const float *a, const float *b, int b_col_major, int c_col_major,
+                         float *c)
+{
+    float *da = device_alloc<float>(256), *db = device_alloc<float>(256);
+    float *dc = device_alloc<float>(256);
+    cudaMemcpy(da, a, 256 * sizeof(float), cudaMemcpyHostToDevice);
+    cudaMemcpy(db, b, 256 * sizeof(float), cudaMemcpyHostToDevice);
+    if (b_col_major)
+        wmma_kernel<nvcuda::wmma::col_major><<<1, 32>>>(da, db, dc, c_col_major);
+    else
+        wmma_kernel<nvcuda::wmma::row_major><<<1, 32>>>(da, db, dc, c_col_major);
+    cudaError_t e = fetch(c, dc, 256, finish());
+    cudaFree(da);
+    cudaFree(db);
     return e;
 }
 

@@ -73,6 +73,12 @@ cudaError_t ek_pipeline_copy(const float *in, int n, int zfill_floats, float *ou
 /* __half and __nv_bfloat16 */
 cudaError_t ek_half_bf16(float a, float b, float *half_sum, float *bf16_product, float *half2_low);
 
+/* WMMA (mma.h): one warp computes c = a b + 1 for 16 x 16 x 16, a and b given as floats that
+ * bf16 holds exactly; b is read as col_major when b_col_major, c stored as mem_col_major when
+ * c_col_major. Returns the launch's error. */
+cudaError_t ek_wmma_bf16(const float *a, const float *b, int b_col_major, int c_col_major,
+                         float *c);
+
 /* errors */
 void ek_launch_config(dim3 grid, dim3 block, size_t smem);  /* a trivial kernel */
 int ek_launch_out_of_bounds(float *d, int n, int offset);   /* d[n + offset] = 1; its line */

@@ -1,0 +1,55 @@
+# 05-async-pipelining.gp: TFLOP/s of each rung against size with cuBLAS BF16 (left), each rung's
+# speedup over the synchronous step 1 (middle), and the stage-count sweep at 4096^3 (right).
+# Square shapes only on the first two panels; the odd shapes are in the lesson's table.
+load "plots/style.gp"
+
+ceiling = "cublas"
+# the sweep's rows ("stages:N") are not rungs
+stats data using (strstrt(strcol(KERNEL), "stages:") ? 0 : _add(strcol(KERNEL))) nooutput
+# m = k = n: a square problem
+square(s) = (strstrt(s, "x") == 0) ? 0 : \
+    (size(s) == size(s[strstrt(s, "x") + 1:]) && \
+     size(s) == (s[strstrt(s, "x") + 1 + strstrt(s[strstrt(s, "x") + 1:], "x"):]) + 0)
+sq(col) = square(strcol(SHAPE)) ? column(col) : NaN
+array base[16]
+stats data using (strcol(KERNEL) eq "sync" && square(strcol(SHAPE)) ? \
+    (base[int(log(size(strcol(SHAPE))) / log(2) + 0.5)] = column(MS), 0) : 0) nooutput
+speedup(s) = base[int(log(s) / log(2) + 0.5)] / column(MS)
+stages(k) = strstrt(k, "stages:") ? (k[8:]) + 0 : NaN
+
+set terminal pdfcairo size 6in,2.4in font "Latin Modern Roman,9" enhanced
+set output out
+set datafile missing NaN
+set multiplot layout 1,3
+set logscale x 2
+set xlabel "m = k = n"
+set ylabel "TFLOP/s"
+set yrange [0:*]
+set format y "%g"
+set title "bf16 in, fp32 accumulate"
+# the key between the rungs (under 200 TFLOP/s) and cuBLAS (over 600 from 2048 up): at top left
+# the cuBLAS line ran through it
+set key right center
+plot for [i = 1:words(rungs)] data using (sq(0) == sq(0) ? size(strcol(SHAPE)) : NaN):\
+         (strcol(KERNEL) eq word(rungs, i) ? sq(GFLOPS) / 1000 : NaN) \
+         with linespoints lt i title word(rungs, i), \
+     data using (size(strcol(SHAPE))):(strcol(KERNEL) eq "cublas" ? sq(GFLOPS) / 1000 : NaN) \
+         with linespoints lt 8 title "cuBLAS BF16"
+
+# top right: tma's 3.1x at 1024 sits where a top-left key would be
+set key top right
+set ylabel "speedup over sync"
+set title "the same math, overlapped"
+plot for [i = 2:words(rungs)] data using (size(strcol(SHAPE))):\
+         (strcol(KERNEL) eq word(rungs, i) && square(strcol(SHAPE)) ? \
+          speedup(size(strcol(SHAPE))) : NaN) \
+         with linespoints lt i title word(rungs, i)
+
+unset logscale x
+set xlabel "stages"
+set ylabel "TFLOP/s at 4096^3"
+set xrange [1.5:4.5]
+set xtics 1
+set title "the stage-count sweep"
+plot data using (stages(strcol(KERNEL))):(column(GFLOPS) / 1000) with linespoints lt 3 notitle
+unset multiplot

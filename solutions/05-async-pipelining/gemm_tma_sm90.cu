@@ -1,0 +1,243 @@
+/* gemm_tma_sm90.cu: step 4 of 4, Hopper (sm_90) only. The tensor memory accelerator, an
+ * mbarrier ring, and warp specialisation.
+ * Change from step 3: the threads no longer copy. A tensor map (made once on the host with
+ * cuTensorMapEncodeTiled) describes A and B to the TMA unit; one thread of a producer warp
+ * asks it for whole boxes (cp.async.bulk.tensor: UTMALDG in the machine code), and each box
+ * lands in shared memory and counts its bytes on the stage's "full" mbarrier. Eight consumer
+ * warps wait on that barrier, multiply with WMMA, and arrive on the stage's "empty" barrier,
+ * which is what the producer waits on before it refills the stage. Address arithmetic, bounds
+ * checks and zero fill past the edges all move into the TMA unit; no __syncthreads in the loop.
+ *
+ * Limits, said plainly: TMA needs every row stride but the innermost to be a multiple of 16
+ * bytes, so k and n must be multiples of 8 (and the bases 16-byte aligned); other shapes run
+ * step 3 (gemm_ring) instead. Without swizzling, WMMA's fragment loads from a dense box still
+ * meet bank conflicts, so the boxes are 16 bf16 (32 bytes) wide, which keeps them to two-way;
+ * the swizzled layouts that remove them are what wgmma reads (step 5, not here).
+ * Expect: at or a little above step 3 at 4096^3 on an H200; the large steps beyond it need
+ * wgmma. Measured there (2026-11-29): 194.5 TFLOP/s, 1.26x step 3 and 26% of cuBLAS BF16: the
+ * fastest rung, still capped by mma.sync. The CPU backend cannot run TMA or inline PTX: this
+ * file is left out of emu builds. */
+#include <cuda.h>          /* CUtensorMap and its enums; no driver call is linked (see below) */
+#include <cudaTypedefs.h>  /* PFN_cuTensorMapEncodeTiled_v12000 */
+
+#include "gemm_tile.cuh"
+
+extern "C" void gemm_ring(const gemm_bf16 *, const gemm_bf16 *, float *, int, int, int);
+
+#define TMA_STAGES 4
+#define CONSUMERS 8                              /* warps that multiply */
+#define TMA_THREADS (CONSUMERS * 32 + 32)        /* and one producer warp */
+#define BOX_W 16                                 /* bf16 a box row: 32 bytes */
+#define A_BOX (GEMM_BM * BOX_W)                  /* [128][16] of A: 4 KB */
+#define B_BOX (GEMM_BK * BOX_W)                  /* [32][16] of B: 1 KB */
+#define TMA_STAGE_A (GEMM_BM * GEMM_BK)          /* 2 boxes of A */
+#define TMA_STAGE_B (GEMM_BK * GEMM_BN)          /* 8 boxes of B */
+#define TMA_STAGE_ELEMS (TMA_STAGE_A + TMA_STAGE_B)
+#define TMA_STAGE_BYTES (TMA_STAGE_ELEMS * 2)    /* 16 KB, what the full barrier waits for */
+#define TMA_SMEM (TMA_STAGES * TMA_STAGE_BYTES + SCRATCH_FLOATS * 4 + 2 * TMA_STAGES * 8)
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+
+static __device__ __forceinline__ uint32_t smem_u32(const void *p)
+{
+    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+static __device__ __forceinline__ void mbar_init(uint64_t *bar, uint32_t arrivals)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(arrivals));
+}
+
+/* one arrival, and `bytes` more to come from the TMA unit before this phase completes */
+static __device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t *bar, uint32_t bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)),
+                 "r"(bytes) : "memory");
+}
+
+static __device__ __forceinline__ void mbar_arrive(uint64_t *bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(bar)) : "memory");
+}
+
+/* spin until the phase of the given parity has completed */
+static __device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity)
+{
+    uint32_t done = 0;
+    while (!done)
+        asm volatile("{\n\t.reg .pred p;\n\t"
+                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+                     "selp.u32 %0, 1, 0, p;\n\t}"
+                     : "=r"(done) : "r"(smem_u32(bar)), "r"(parity) : "memory");
+}
+
+/* one box of the tensor map at element coordinates (x: the contiguous dimension, y: rows)
+ * into shared memory, its bytes counted on bar; the unit zero-fills what lies outside */
+static __device__ __forceinline__ void tma_load_2d(void *dst, const CUtensorMap *map, int x,
+                                                   int y, uint64_t *bar)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3}], [%4];"
+                 ::"r"(smem_u32(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y),
+                   "r"(smem_u32(bar))
+                 : "memory");
+}
+
+#endif
+
+__global__ void __launch_bounds__(TMA_THREADS, 1)
+gemm_tma_kernel(const __grid_constant__ CUtensorMap map_a,
+                const __grid_constant__ CUtensorMap map_b, float *__restrict__ c, int m, int k,
+                int n)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    /* stages (A boxes then B boxes), the store scratch, then the barriers; the TMA unit needs
+     * 128-byte aligned destinations, and every box is a multiple of 1 KB */
+    extern __shared__ __align__(1024) bf16 smem[];
+    float *s_scratch = reinterpret_cast<float *>(smem + TMA_STAGES * TMA_STAGE_ELEMS);
+    uint64_t *full = reinterpret_cast<uint64_t *>(s_scratch + SCRATCH_FLOATS);
+    uint64_t *empty = full + TMA_STAGES;
+
+    int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    int row0 = blockIdx.y * GEMM_BM, col0 = blockIdx.x * GEMM_BN;
+    int tiles = cdiv(k, GEMM_BK);
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < TMA_STAGES; s++) {
+            mbar_init(&full[s], 1);                /* the producer's arrive.expect_tx */
+            mbar_init(&empty[s], CONSUMERS * 32);  /* every consumer thread */
+        }
+        /* make the initialised barriers visible to the TMA unit (the async proxy) */
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads(); /* the last block-wide barrier: from here the roles part */
+
+    if (warp == CONSUMERS) {
+        /* the producer: one thread issues every copy; the rest of its warp has nothing to do */
+        if (lane == 0) {
+            for (int t = 0; t < tiles; t++) {
+                int s = t % TMA_STAGES, round = t / TMA_STAGES;
+                if (round > 0) /* the consumers have released this stage's previous tile */
+                    mbar_wait(&empty[s], (round - 1) & 1);
+                mbar_arrive_expect_tx(&full[s], TMA_STAGE_BYTES);
+                bf16 *st = smem + s * TMA_STAGE_ELEMS;
+                int k0 = t * GEMM_BK;
+                for (int bx = 0; bx < GEMM_BK / BOX_W; bx++)
+                    tma_load_2d(st + bx * A_BOX, &map_a, k0 + bx * BOX_W, row0, &full[s]);
+                for (int bx = 0; bx < GEMM_BN / BOX_W; bx++)
+                    tma_load_2d(st + TMA_STAGE_A + bx * B_BOX, &map_b, col0 + bx * BOX_W, k0,
+                                &full[s]);
+            }
+        }
+        return;
+    }
+
+    /* the consumers: the same 2 x 4 warps over the tile as steps 1-3 */
+    int warp_row = warp / (GEMM_BN / WARP_N), warp_col = warp % (GEMM_BN / WARP_N);
+    frag_c acc[FRAG_M][FRAG_N];
+#pragma unroll
+    for (int i = 0; i < FRAG_M; i++)
+#pragma unroll
+        for (int j = 0; j < FRAG_N; j++)
+            wmma::fill_fragment(acc[i][j], 0.0f);
+
+    for (int t = 0; t < tiles; t++) {
+        int s = t % TMA_STAGES;
+        mbar_wait(&full[s], (t / TMA_STAGES) & 1); /* all 16 KB of tile t have landed */
+        const bf16 *s_a = smem + s * TMA_STAGE_ELEMS, *s_b = s_a + TMA_STAGE_A;
+#pragma unroll
+        for (int kk = 0; kk < GEMM_BK; kk += 16) {
+            frag_a fa[FRAG_M];
+            frag_b fb[FRAG_N];
+            /* A box kk / 16 holds columns kk .. kk + 15 of all 128 rows, 16 a row */
+#pragma unroll
+            for (int i = 0; i < FRAG_M; i++)
+                wmma::load_matrix_sync(fa[i], s_a + (kk / BOX_W) * A_BOX +
+                                                  (warp_row * WARP_M + i * 16) * BOX_W, BOX_W);
+            /* B box j holds columns 16 j .. 16 j + 15 of the tile's 32 rows */
+#pragma unroll
+            for (int j = 0; j < FRAG_N; j++)
+                wmma::load_matrix_sync(fb[j], s_b + (warp_col * FRAG_N + j) * B_BOX + kk * BOX_W,
+                                       BOX_W);
+#pragma unroll
+            for (int i = 0; i < FRAG_M; i++)
+#pragma unroll
+                for (int j = 0; j < FRAG_N; j++)
+                    wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
+        }
+        mbar_arrive(&empty[s]); /* this thread is done reading stage s */
+    }
+    store_c_tile(c, s_scratch + warp * 256, acc, m, n, row0 + warp_row * WARP_M,
+                 col0 + warp_col * WARP_N);
+#else
+    __trap(); /* TMA and mbarrier transactions exist from sm_90 */
+#endif
+}
+
+/* cuTensorMapEncodeTiled is a driver API function. The runtime hands out the driver's entry
+ * points (cudaGetDriverEntryPointByVersion, CUDA 12.5 and later), so nothing links -lcuda;
+ * 12000 asks for the function as CUDA 12.0 defined it, which is the signature of
+ * PFN_cuTensorMapEncodeTiled_v12000. */
+static PFN_cuTensorMapEncodeTiled_v12000 encode_tiled(void)
+{
+    static PFN_cuTensorMapEncodeTiled_v12000 fn;
+    if (!fn) {
+        void *p = NULL;
+        cudaDriverEntryPointQueryResult found;
+        CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000,
+                                                    cudaEnableDefault, &found));
+        if (found != cudaDriverEntryPointSuccess || !p) {
+            fprintf(stderr, "gemm_tma: the driver has no cuTensorMapEncodeTiled (status %d)\n",
+                    (int)found);
+            exit(EXIT_FAILURE);
+        }
+        fn = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
+    }
+    return fn;
+}
+
+/* A rows x cols row-major bf16 matrix, read in boxes of box_rows x box_cols; zeros outside. */
+static CUtensorMap make_map(const bf16 *base, int rows, int cols, int box_rows, int box_cols)
+{
+    CUtensorMap map;
+    cuuint64_t dims[2] = { (cuuint64_t)cols, (cuuint64_t)rows };  /* innermost first */
+    cuuint64_t strides[1] = { (cuuint64_t)cols * sizeof(bf16) };  /* bytes, a multiple of 16 */
+    cuuint32_t box[2] = { (cuuint32_t)box_cols, (cuuint32_t)box_rows };
+    cuuint32_t elem_strides[2] = { 1, 1 };
+    CUresult r = encode_tiled()(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2,
+                                const_cast<bf16 *>(base), dims, strides, box, elem_strides,
+                                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+                                CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE /* zeros past the edges */);
+    if (r != CUDA_SUCCESS) {
+        fprintf(stderr, "gemm_tma: cuTensorMapEncodeTiled failed (CUresult %d) for %dx%d\n",
+                (int)r, rows, cols);
+        exit(EXIT_FAILURE);
+    }
+    return map;
+}
+
+extern "C" void gemm_tma(const gemm_bf16 *d_a, const gemm_bf16 *d_b, float *d_c, int m, int k,
+                         int n)
+{
+    const bf16 *a = reinterpret_cast<const bf16 *>(d_a), *b = reinterpret_cast<const bf16 *>(d_b);
+    /* TMA's global strides must be multiples of 16 bytes: otherwise step 3 does the job */
+    if (!rows_are_16b_aligned(a, k) || !rows_are_16b_aligned(b, n)) {
+        gemm_ring(d_a, d_b, d_c, m, k, n);
+        return;
+    }
+    int dev, major;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    if (major < 9) {
+        fprintf(stderr, "gemm_tma: needs sm_90 (TMA); this device is sm_%d\n", major);
+        exit(EXIT_FAILURE);
+    }
+    CUtensorMap map_a = make_map(a, m, k, GEMM_BM, BOX_W);
+    CUtensorMap map_b = make_map(b, k, n, GEMM_BK, BOX_W);
+    CUDA_CHECK(cudaFuncSetAttribute(gemm_tma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    TMA_SMEM));
+    dim3 grid(cdiv(n, GEMM_BN), cdiv(m, GEMM_BM));
+    gemm_tma_kernel<<<grid, TMA_THREADS, TMA_SMEM>>>(map_a, map_b, d_c, m, k, n);
+    CUDA_CHECK(cudaGetLastError());
+}

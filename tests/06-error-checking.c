@@ -1,0 +1,649 @@
+/* 06-error-checking.c: the grader of chapter 06, and its bench.
+ *
+ *   grade            by fault injection: CUDA_TRY on a planted failing call (file, line, the
+ *                    call's text); run_pipeline with no fault (success, the right result, all
+ *                    freed); then an out-of-bounds write, an invalid launch configuration and a
+ *                    trap, each at three (iteration, stage, cadence) points, each in its own
+ *                    forked test (a sticky error ends its process's use of the GPU): never
+ *                    success, the failing iteration inside the reported window, the window no
+ *                    wider than the cadence, the kernel named where it can be known, sticky
+ *                    told from not sticky, the device usable after the non-sticky one, and
+ *                    nothing leaked. On a GPU: your loop at your cadence at most 5% slower
+ *                    than the same work with no checks, measured in the same run.
+ *   grade --bench F  the loop with no checks and with a check after every launch, each with a
+ *                    synchronisation every 1, 10, 100 iterations and never, as rows in F (GPU
+ *                    only): ms is the time per iteration of three launches.
+ */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cuda_check.h"
+#include "grade.h"
+#include "pipeline.h"
+
+#define CHAPTER "06-error-checking"
+#define ITERS 25                        /* iterations of every correctness and fault run */
+#define GPU_BIG_N (1 << 24)             /* 64 MiB a buffer: a leak of one is unmistakable */
+#define CPU_BIG_N 40009                 /* a prime; ~3 ms a launch on the CPU backend */
+#define GPU_LEAK_SLACK ((size_t)1 << 20) /* what the CUDA context itself may move, 1 MiB */
+#define SPEED_N (1 << 23)               /* 32 MiB a buffer: each kernel ~27 us on an H200 */
+#define SPEED_ITERS 1000
+#define SPEED_REPS 7
+#define NEEDS_RATIO 1.05
+#define BENCH_ITERS 100
+
+static int MACRO, CORRECT, FAULTS, SPEED;
+
+static int big_n(void)
+{
+    return gpu_times_are_real() ? GPU_BIG_N : CPU_BIG_N;
+}
+
+static void *xmalloc(size_t bytes)
+{
+    void *p = malloc(bytes);
+    if (!p) {
+        perror("malloc");
+        exit(EXIT_FAILURE);
+    }
+    return p;
+}
+
+static const char *err_name(cudaError_t e)
+{
+    return e == cudaErrorNotYetImplemented ? "cudaErrorNotYetImplemented" : cudaGetErrorName(e);
+}
+
+/* ---- the reference and the problem --------------------------------------------------------- */
+
+/* The pipeline on the CPU, in float with the kernels' own order of operations (no product is
+ * followed by a sum, so no FMA contraction can differ): the GPU's result to the last bit. */
+static void ref_pipeline(const float *in, double *out, int n, int iterations)
+{
+    float *a = xmalloc((size_t)n * sizeof(float)), *b = xmalloc((size_t)n * sizeof(float));
+    memcpy(a, in, (size_t)n * sizeof(float));
+    for (int it = 0; it < iterations; it++) {
+        for (int i = 0; i < n; i++) {
+            float l = a[i > 0 ? i - 1 : i], c = a[i], r = a[i < n - 1 ? i + 1 : i];
+            b[i] = (l + c + r) * (1.0f / 3.0f);
+        }
+        for (int i = 0; i < n; i++)
+            b[i] = b[i] + 1.0f;
+        for (int i = 0; i < n; i++)
+            a[i] = b[i];
+    }
+    for (int i = 0; i < n; i++)
+        out[i] = a[i];
+    free(a);
+    free(b);
+}
+
+struct problem {
+    struct pipeline_spec spec;
+    float *h_in, *h_out;
+    double *ref;
+};
+
+static void problem_init(struct problem *p, int n, int iterations, int sync_every,
+                         struct fault fault)
+{
+    p->h_in = xmalloc((size_t)n * sizeof(float));
+    p->h_out = xmalloc((size_t)n * sizeof(float));
+    p->ref = xmalloc((size_t)n * sizeof(double));
+    p->spec = (struct pipeline_spec){ n, iterations, sync_every, p->h_in, p->h_out, fault };
+}
+
+/* Fresh inputs, their reference (a run that should fail needs none), and a poisoned output. */
+static void problem_fill(struct problem *p, struct rng *r)
+{
+    rng_fill_f32(r, p->h_in, (size_t)p->spec.n, -1.0f, 1.0f);
+    if (p->spec.fault.kind == FAULT_NONE)
+        ref_pipeline(p->h_in, p->ref, p->spec.n, p->spec.iterations);
+    memset(p->h_out, 0xff, (size_t)p->spec.n * sizeof(float));
+}
+
+static void problem_free(struct problem *p)
+{
+    free(p->h_in);
+    free(p->h_out);
+    free(p->ref);
+}
+
+/* 0 when h_out matches the reference, else -1 with a description. */
+static int problem_compare(const struct problem *p, char *desc, size_t len)
+{
+    struct cmp_result c = compare_f32(p->h_out, p->ref, NULL, (size_t)p->spec.n, 0, 1e-5, 1e-6);
+    if (c.bad == 0)
+        return 0;
+    cmp_describe(&c, 0, desc, len);
+    return -1;
+}
+
+/* ---- leaks --------------------------------------------------------------------------------- */
+
+/* Make the CUDA context and load the pipeline's kernels before anything is measured: both
+ * take device memory once per process (CUDA loads a kernel at its first launch). */
+static void warm_up(void)
+{
+    float h[1000] = { 0 }, o[1000];
+    struct pipeline_spec s = { 1000, 1, 1, h, o, { FAULT_NONE, 0, 0 } };
+    run_pipeline_unchecked(&s);
+}
+
+/* Free device memory now, or 0 when the device cannot say (after a sticky error). */
+static size_t free_bytes(void)
+{
+    size_t f = 0, t = 0;
+    if (cudaMemGetInfo(&f, &t) != cudaSuccess)
+        return 0;
+    return f;
+}
+
+/* On the CPU backend, after a sticky error cudaMemGetInfo answers with the error, as a GPU
+ * does; but the emulator's allocations are host mappings, so they can be counted: each live
+ * cudaMalloc of `bytes` is a read-write anonymous mapping of `bytes` rounded up to pages
+ * between two PROT_NONE guards (harness/emu/src/memory.cpp); a freed one is PROT_NONE whole.
+ * Returns how many there are, or -1 when /proc/self/maps cannot be read. */
+static int emu_live_buffers(size_t bytes)
+{
+    size_t want = (bytes + 15) / 16 * 16;
+    want = (want + 4095) / 4096 * 4096;
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f)
+        return -1;
+    char line[512], perm[3][8] = { "", "", "" };
+    unsigned long lo[3] = { 0 }, hi[3] = { 0 }, ino[3] = { 0 };
+    int count = 0, have = 0;
+    while (fgets(line, sizeof line, f)) {
+        /* a window of three consecutive mappings: guard, buffer, guard */
+        memmove(perm[0], perm[1], 2 * sizeof perm[0]);
+        memmove(lo, lo + 1, 2 * sizeof lo[0]);
+        memmove(hi, hi + 1, 2 * sizeof hi[0]);
+        memmove(ino, ino + 1, 2 * sizeof ino[0]);
+        if (sscanf(line, "%lx-%lx %7s %*s %*s %lu", &lo[2], &hi[2], perm[2], &ino[2]) != 4)
+            continue;
+        if (++have < 3)
+            continue;
+        if (strcmp(perm[1], "rw-p") == 0 && ino[1] == 0 && hi[1] - lo[1] == want &&
+            strcmp(perm[0], "---p") == 0 && hi[0] == lo[1] && strcmp(perm[2], "---p") == 0 &&
+            lo[2] == hi[1])
+            count++;
+    }
+    fclose(f);
+    return count;
+}
+
+struct memory {
+    size_t free;    /* cudaMemGetInfo's free bytes, 0 when it failed */
+    int buffers;    /* emu: live allocations of the pipeline's buffer size */
+};
+
+static struct memory memory_now(size_t buffer_bytes)
+{
+    struct memory m = { free_bytes(), -1 };
+    if (!gpu_times_are_real())
+        m.buffers = emu_live_buffers(buffer_bytes);
+    return m;
+}
+
+/* Fail the test when run_pipeline left memory behind. `what` names the run. */
+static void check_leak(int slot, struct memory before, size_t buffer_bytes, const char *what)
+{
+    struct memory after = memory_now(buffer_bytes);
+    if (!gpu_times_are_real() && before.buffers >= 0 && after.buffers >= 0) {
+        if (after.buffers > before.buffers) {
+            grade_hint(slot, "every path out of run_pipeline must pass through the cleanup "
+                             "label and free d_a and d_b (and destroy the stream), the failing "
+                             "ones included: CUDA_TRY jumps there, it does not return");
+            ck_abort_msg("%s: %d device buffer(s) of %zu bytes still allocated after "
+                         "run_pipeline returned", what, after.buffers - before.buffers,
+                         buffer_bytes);
+        }
+        return;
+    }
+    if (before.free == 0 || after.free == 0)
+        return; /* a GPU after a sticky error cannot be asked: see the fault tests */
+    if (after.free + GPU_LEAK_SLACK < before.free) {
+        grade_hint(slot, "every path out of run_pipeline must pass through the cleanup label "
+                         "and free d_a and d_b (and destroy the stream), the failing ones "
+                         "included");
+        ck_abort_msg("%s: %.1f MiB of device memory more in use after run_pipeline than "
+                     "before (each buffer is %.1f MiB)", what,
+                     (double)(before.free - after.free) / (1 << 20),
+                     (double)buffer_bytes / (1 << 20));
+    }
+}
+
+/* The report, as a learner reads it. */
+static void describe(const struct loop_report *r, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s:%d: %s: %s; iterations [%d, %d], stage %d, device %s, cadence %d",
+             r->failure.file ? r->failure.file : "(no file)", r->failure.line,
+             r->failure.call ? r->failure.call : "(no call)", err_name(r->failure.err),
+             r->first_possible, r->detected, r->stage, r->device_lost ? "lost" : "usable",
+             r->sync_every);
+}
+
+/* ---- the macro ----------------------------------------------------------------------------- */
+
+static int ends_with(const char *s, const char *tail)
+{
+    size_t a = strlen(s), b = strlen(tail);
+    return a >= b && strcmp(s + a - b, tail) == 0;
+}
+
+START_TEST(macro)
+{
+    int slot = MACRO, line = -1;
+    warm_up();
+    struct memory before = memory_now(4096);
+    struct cuda_failure f = { cudaSuccess, NULL, 0, NULL };
+    cudaError_t ret = cuda_try_demo(&f, &line);
+    if (ret == cudaSuccess || f.err == cudaSuccess) {
+        grade_hint(slot, "CUDA_TRY in pipeline.cu is still the TODO: on a failed call it must "
+                         "record the error, __FILE__, __LINE__ and #expr in *fail before it "
+                         "jumps to cleanup");
+        ck_abort_msg("cudaMalloc of 2^62 bytes failed and CUDA_TRY recorded nothing (the demo "
+                     "returned %s)", err_name(ret));
+    }
+    ck_assert_msg(f.err == cudaErrorMemoryAllocation && ret == f.err,
+                  "recorded %s and returned %s, want cudaErrorMemoryAllocation for both",
+                  err_name(f.err), err_name(ret));
+    if (!f.file || !ends_with(f.file, "pipeline.cu") || f.line != line) {
+        grade_hint(slot, "use __FILE__ and __LINE__ inside the macro's body: a macro expands "
+                         "where it is used, a function would record its own line");
+        ck_abort_msg("recorded %s:%d, want pipeline.cu:%d (the failing call's own line)",
+                     f.file ? f.file : "(null)", f.line, line);
+    }
+    if (!f.call || !strstr(f.call, "cudaMalloc(&d_huge")) {
+        grade_hint(slot, "#expr turns the macro's argument into a string literal of the call "
+                         "as written");
+        ck_abort_msg("recorded the call as \"%s\", want the failing call's text, "
+                     "\"cudaMalloc(&d_huge, (size_t)1 << 62)\"", f.call ? f.call : "(null)");
+    }
+    check_leak(slot, before, 4096, "the demo");
+    grade_note(slot, "%s:%d: %s failed: %s", f.file, f.line, f.call, err_name(f.err));
+}
+END_TEST
+
+/* ---- no fault ------------------------------------------------------------------------------ */
+
+struct run_case { int n, iterations, sync_every; };
+
+static const struct run_case CORRECT_CASES[] = {
+    { 1, 3, 1 },          /* one element: both neighbours are itself */
+    { 4097, ITERS, 10 },  /* 25 iterations, not a multiple of the cadence */
+    { 0, 20, 0 },         /* big_n(), your own cadence */
+};
+#define NCORRECT ((int)(sizeof CORRECT_CASES / sizeof CORRECT_CASES[0]))
+
+START_TEST(correct)
+{
+    int slot = CORRECT + _i;
+    struct run_case c = CORRECT_CASES[_i];
+    if (c.n == 0)
+        c.n = big_n();
+    struct rng r = grade_rng(slot);
+    struct problem p;
+    problem_init(&p, c.n, c.iterations, c.sync_every, (struct fault){ FAULT_NONE, 0, 0 });
+    size_t bytes = (size_t)c.n * sizeof(float);
+    warm_up();
+    for (int round = 0; round < 2; round++) {
+        const char *what = round == 0 ? "run_pipeline" : "run_pipeline, second run";
+        problem_fill(&p, &r);
+        struct memory before = memory_now(bytes);
+        struct loop_report rep;
+        memset(&rep, 0, sizeof rep);
+        cudaError_t ret = run_pipeline(&p.spec, &rep);
+        char desc[512];
+        describe(&rep, desc, sizeof desc);
+        if (ret == cudaErrorNotYetImplemented) {
+            grade_hint(slot, "run_pipeline in pipeline.cu is still the TODO: allocate, loop, "
+                             "check, synchronise, copy back, clean up");
+            ck_abort_msg("n %d, %d iterations: run_pipeline returned cudaErrorNotYetImplemented",
+                         c.n, c.iterations);
+        }
+        ck_assert_msg(ret == cudaSuccess && rep.failure.err == cudaSuccess,
+                      "n %d, %d iterations, no fault: run_pipeline returned %s (%s)", c.n,
+                      c.iterations, err_name(ret), desc);
+        ck_assert_msg(rep.first_possible == -1 && rep.detected == -1 && rep.stage == -1,
+                      "n %d: success, but the report names iterations [%d, %d] and stage %d "
+                      "(want -1 for each)", c.n, rep.first_possible, rep.detected, rep.stage);
+        int want_every = c.sync_every;
+        ck_assert_msg(want_every ? rep.sync_every == want_every : rep.sync_every >= 1,
+                      "the report says it synchronised every %d iterations; the spec asked "
+                      "for %d%s", rep.sync_every, c.sync_every,
+                      c.sync_every ? "" : " (yours: PIPELINE_SYNC_EVERY, at least 1)");
+        char cmp[512];
+        if (problem_compare(&p, cmp, sizeof cmp) != 0) {
+            grade_hint(slot, "the result must be d_a after all %d iterations, copied back once "
+                             "the stream has finished (synchronise before returning)",
+                       c.iterations);
+            ck_abort_msg("n %d, %d iterations: %s: %s", c.n, c.iterations, what, cmp);
+        }
+        cudaError_t left = cudaGetLastError();
+        ck_assert_msg(left == cudaSuccess, "after a successful run the last-error slot still "
+                      "holds %s", err_name(left));
+        if (c.n == big_n() || !gpu_times_are_real())
+            check_leak(slot, before, bytes, what);
+    }
+    grade_note(slot, "the right result, all freed");
+    problem_free(&p);
+}
+END_TEST
+
+/* ---- faults -------------------------------------------------------------------------------- */
+
+struct fault_case { enum fault_kind kind; int iteration, stage, sync_every; };
+
+/* Each fault three ways: every iteration synchronised; a window of 10 in the middle; and the
+ * last, partial window (25 iterations, cadence 10), which only the synchronisation after the
+ * final copy can see. */
+static const struct fault_case FAULT_CASES[] = {
+    { FAULT_OUT_OF_BOUNDS, 3, 1, 1 },
+    { FAULT_OUT_OF_BOUNDS, 13, 0, 10 },
+    { FAULT_OUT_OF_BOUNDS, 22, 2, 10 },
+    { FAULT_BAD_CONFIG, 3, 1, 1 },
+    { FAULT_BAD_CONFIG, 13, 0, 10 },
+    { FAULT_BAD_CONFIG, 22, 2, 10 },
+    { FAULT_TRAP, 3, 1, 1 },
+    { FAULT_TRAP, 13, 0, 10 },
+    { FAULT_TRAP, 22, 2, 10 },
+};
+#define NFAULTS ((int)(sizeof FAULT_CASES / sizeof FAULT_CASES[0]))
+
+static const char *fault_name(enum fault_kind k)
+{
+    return k == FAULT_OUT_OF_BOUNDS ? "out-of-bounds write" : k == FAULT_BAD_CONFIG
+           ? "invalid configuration" : "trap";
+}
+
+START_TEST(faults)
+{
+    int slot = FAULTS + _i;
+    struct fault_case fc = FAULT_CASES[_i];
+    int n = big_n(), sticky = fc.kind != FAULT_BAD_CONFIG;
+    size_t bytes = (size_t)n * sizeof(float);
+    struct rng r = grade_rng(slot);
+    struct problem p;
+    problem_init(&p, n, ITERS, fc.sync_every,
+                 (struct fault){ fc.kind, fc.iteration, fc.stage });
+    problem_fill(&p, &r);
+    warm_up();
+    struct memory before = memory_now(bytes);
+    struct loop_report rep;
+    memset(&rep, 0, sizeof rep);
+    cudaError_t ret = run_pipeline(&p.spec, &rep);
+    char desc[512];
+    describe(&rep, desc, sizeof desc);
+    const char *kernel = PIPELINE_STAGES[fc.stage].name;
+
+    if (ret == cudaErrorNotYetImplemented) {
+        grade_hint(slot, "run_pipeline in pipeline.cu is still the TODO");
+        ck_abort_msg("run_pipeline returned cudaErrorNotYetImplemented");
+    }
+    if (ret == cudaSuccess) {
+        grade_hint(slot, sticky ? "a fault inside a kernel is only returned by a later "
+                                  "synchronising call: check what every cudaStreamSynchronize "
+                                  "returns, the one after the last iterations included"
+                                : "a refused launch is reported only by cudaGetLastError right "
+                                  "after it (and only once): check every launch, and never let "
+                                  "a later success overwrite the first error");
+        ck_abort_msg("%s at iteration %d (%s), cadence %d: run_pipeline reported success",
+                     fault_name(fc.kind), fc.iteration, kernel, fc.sync_every);
+    }
+    ck_assert_msg(ret == rep.failure.err, "returned %s, but the report holds %s",
+                  err_name(ret), err_name(rep.failure.err));
+    ck_assert_msg(rep.failure.line > 0 && rep.failure.call && rep.failure.file,
+                  "the report's failure has no file, line or call: record it with CUDA_TRY");
+    cudaError_t want = fc.kind == FAULT_OUT_OF_BOUNDS ? cudaErrorIllegalAddress
+                       : fc.kind == FAULT_BAD_CONFIG ? cudaErrorInvalidConfiguration
+                       : cudaErrorLaunchFailure;
+    /* what a GPU returns for __trap() is the driver's choice (see the lesson's fault table);
+     * for a block of 2048 threads, CUDA 13.0 on the H200 answered cudaErrorInvalidValue where
+     * the CPU backend (and the runtime's documentation) say cudaErrorInvalidConfiguration:
+     * both are refusals at the launch, and neither is sticky */
+    if (fc.kind == FAULT_BAD_CONFIG && gpu_times_are_real())
+        ck_assert_msg(ret == cudaErrorInvalidConfiguration || ret == cudaErrorInvalidValue,
+                      "%s at iteration %d: returned %s, want the launch's refusal, "
+                      "cudaErrorInvalidConfiguration or cudaErrorInvalidValue (%s)",
+                      fault_name(fc.kind), fc.iteration, err_name(ret), desc);
+    else if (fc.kind != FAULT_TRAP || !gpu_times_are_real())
+        ck_assert_msg(ret == want, "%s at iteration %d: returned %s, want %s (%s)",
+                      fault_name(fc.kind), fc.iteration, err_name(ret), err_name(want), desc);
+    else
+        ck_assert_msg(ret != cudaErrorInvalidConfiguration, "trap: returned %s (%s)",
+                      err_name(ret), desc);
+
+    int k = fc.iteration, width = rep.detected - rep.first_possible + 1;
+    if (!(rep.first_possible <= k && k <= rep.detected)) {
+        grade_hint(slot, "first_possible is the iteration after the last synchronisation that "
+                         "succeeded; detected is the iteration whose call returned the error");
+        ck_abort_msg("%s at iteration %d: reported iterations [%d, %d], which do not contain "
+                     "it (%s)", fault_name(fc.kind), k, rep.first_possible, rep.detected, desc);
+    }
+    if (rep.sync_every < 1 || width > rep.sync_every) {
+        grade_hint(slot, "with a synchronisation every %d iterations, a fault is seen at most "
+                         "%d iterations after it happened; a wider window means a "
+                         "synchronisation was skipped or its result not checked",
+                   rep.sync_every, rep.sync_every);
+        ck_abort_msg("%s at iteration %d: the window [%d, %d] spans %d iterations, wider than "
+                     "the cadence %d", fault_name(fc.kind), k, rep.first_possible,
+                     rep.detected, width, rep.sync_every);
+    }
+    if (sticky) {
+        ck_assert_msg(rep.stage == -1 || rep.stage == fc.stage,
+                      "%s in %s: the report blames stage %d (%s); a fault found at a "
+                      "synchronisation cannot be pinned to one kernel: say -1",
+                      fault_name(fc.kind), kernel, rep.stage,
+                      rep.stage >= 0 && rep.stage < PIPELINE_NUM_STAGES
+                          ? PIPELINE_STAGES[rep.stage].name : "none");
+        ck_assert_msg(rep.device_lost == 1, "%s: a sticky error, but the report says the "
+                      "device is usable (ask it: every later call returns the error)",
+                      fault_name(fc.kind));
+        /* the test itself: the fault really was sticky */
+        ck_assert_msg(cudaDeviceSynchronize() != cudaSuccess, "grader: the fault did not stick");
+        check_leak(slot, before, bytes, "after a sticky fault");
+        grade_note(slot, "%s at %d (%s, cadence %d): %s", fault_name(fc.kind), k, kernel,
+                   fc.sync_every, desc);
+        problem_free(&p);
+        return;
+    }
+
+    /* not sticky: known at once, the kernel named, and the device goes on */
+    ck_assert_msg(rep.first_possible == k && rep.detected == k && rep.stage == fc.stage,
+                  "a refused launch is known at the launch: want iterations [%d, %d] and "
+                  "stage %d (%s), got [%d, %d] and stage %d", k, k, fc.stage, kernel,
+                  rep.first_possible, rep.detected, rep.stage);
+    ck_assert_msg(rep.device_lost == 0, "an invalid configuration is not sticky, but the report "
+                  "says the device is lost");
+    check_leak(slot, before, bytes, "after an invalid configuration");
+    cudaError_t left = cudaPeekAtLastError();
+    if (left != cudaSuccess) {
+        grade_hint(slot, "cudaPeekAtLastError leaves the error in place: read it with "
+                         "cudaGetLastError, which clears it, or it surfaces one call late in "
+                         "someone else's check");
+        ck_abort_msg("run_pipeline returned, and the last-error slot still holds %s",
+                     err_name(left));
+    }
+    struct problem q;
+    problem_init(&q, 4097, 5, 1, (struct fault){ FAULT_NONE, 0, 0 });
+    problem_fill(&q, &r);
+    struct loop_report rep2;
+    memset(&rep2, 0, sizeof rep2);
+    cudaError_t again = run_pipeline(&q.spec, &rep2);
+    describe(&rep2, desc, sizeof desc);
+    ck_assert_msg(again == cudaSuccess, "after the invalid configuration, a fresh run with no "
+                  "fault returned %s (%s): the device should still work", err_name(again), desc);
+    char cmp[512];
+    ck_assert_msg(problem_compare(&q, cmp, sizeof cmp) == 0, "after the invalid configuration, "
+                  "a fresh run with no fault: %s", cmp);
+    grade_note(slot, "%s at %d (%s, cadence %d): reported at once, stage named, and the "
+                     "device works after it", fault_name(fc.kind), k, kernel, fc.sync_every);
+    problem_free(&q);
+    problem_free(&p);
+}
+END_TEST
+
+/* ---- speed (GPU only) ---------------------------------------------------------------------- */
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+}
+
+START_TEST(speed)
+{
+    int slot = SPEED;
+    struct rng r = grade_rng(slot);
+    struct problem p;
+    problem_init(&p, SPEED_N, SPEED_ITERS, 0, (struct fault){ FAULT_NONE, 0, 0 });
+    rng_fill_f32(&r, p.h_in, SPEED_N, -1.0f, 1.0f);
+    /* a host loop is timed with the host's clock: what it costs is the GPU's idle time
+     * between kernels, which only the wall clock sees in full. Both loops alternate, after a
+     * warm-up of each, and the median of each is compared. */
+    struct loop_report rep;
+    memset(&rep, 0, sizeof rep);
+    run_pipeline_unchecked(&p.spec);
+    cudaError_t ret = run_pipeline(&p.spec, &rep);
+    ck_assert_msg(ret == cudaSuccess, "run_pipeline returned %s (speed is graded once it "
+                  "succeeds)", err_name(ret));
+    double tu[SPEED_REPS], ty[SPEED_REPS];
+    for (int i = 0; i < SPEED_REPS; i++) {
+        double t0 = now_ms();
+        run_pipeline_unchecked(&p.spec);
+        double t1 = now_ms();
+        ret = run_pipeline(&p.spec, &rep);
+        double t2 = now_ms();
+        ck_assert_msg(ret == cudaSuccess, "run_pipeline returned %s", err_name(ret));
+        tu[i] = t1 - t0;
+        ty[i] = t2 - t1;
+    }
+    double mu = median(tu, SPEED_REPS), my = median(ty, SPEED_REPS), ratio = my / mu;
+    grade_note(slot, "%d iterations, n = %d: yours %.2f ms (cadence %d) against %.2f ms with no "
+                     "checks: %.3fx (at most %.2fx)", SPEED_ITERS, SPEED_N, my, rep.sync_every,
+               mu, ratio, NEEDS_RATIO);
+    grade_summary("checked loop %.3fx the unchecked one at cadence %d (at most %.2fx)", ratio,
+                  rep.sync_every, NEEDS_RATIO);
+    grade_hint(slot, "each synchronisation drains the stream and leaves the GPU idle for about "
+                     "a launch latency: synchronise every 10 iterations or so, not every one; "
+                     "cudaGetLastError itself costs next to nothing");
+    problem_free(&p);
+    ck_assert_msg(ratio <= NEEDS_RATIO, "yours %.2f ms at cadence %d, unchecked %.2f ms: %.3fx, "
+                  "at most %.2fx", my, rep.sync_every, mu, ratio, NEEDS_RATIO);
+}
+END_TEST
+
+/* ---- bench --------------------------------------------------------------------------------- */
+
+/* Per-iteration ms of BENCH_ITERS iterations with a synchronisation every `every` (0: only at
+ * the end), each launch checked with cudaGetLastError when `checked`. */
+static double bench_loop(float *d_a, float *d_b, int n, int every, int checked, cudaStream_t s)
+{
+    double t0 = now_ms();
+    for (int it = 0; it < BENCH_ITERS; it++) {
+        for (int st = 0; st < PIPELINE_NUM_STAGES; st++) {
+            PIPELINE_STAGES[st].launch(d_a, d_b, n, it, NULL, s);
+            if (checked)
+                CUDA_CHECK(cudaGetLastError());
+        }
+        if (every && (it + 1) % every == 0) {
+            cudaError_t e = cudaStreamSynchronize(s);
+            if (checked)
+                CUDA_CHECK(e);
+        }
+    }
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    return (now_ms() - t0) / BENCH_ITERS;
+}
+
+static int bench(const char *path)
+{
+    struct device_info info;
+    struct results out;
+    if (bench_begin(path, &out, &info) != 0)
+        return EXIT_FAILURE;
+    static const int EVERY[] = { 1, 10, 100, 0 };
+    int n = SPEED_N;
+    float *d_a, *d_b;
+    cudaStream_t s;
+    CUDA_CHECK(cudaMalloc((void **)&d_a, (size_t)n * sizeof(float)));
+    CUDA_CHECK(cudaMalloc((void **)&d_b, (size_t)n * sizeof(float)));
+    CUDA_CHECK(cudaMemset(d_a, 0, (size_t)n * sizeof(float)));
+    CUDA_CHECK(cudaStreamCreate(&s));
+    char shape[32];
+    snprintf(shape, sizeof shape, "%dx%d", n, BENCH_ITERS);
+    printf("%-14s %-16s %12s\n", "shape", "loop", "ms/iteration");
+    for (size_t e = 0; e < sizeof EVERY / sizeof EVERY[0]; e++)
+        for (int checked = 0; checked < 2; checked++) {
+            double v[11];
+            bench_loop(d_a, d_b, n, EVERY[e], checked, s); /* warm-up */
+            for (int i = 0; i < 11; i++)
+                v[i] = bench_loop(d_a, d_b, n, EVERY[e], checked, s);
+            double ms = median(v, 11);
+            char name[32];
+            if (EVERY[e])
+                snprintf(name, sizeof name, "%s:%d", checked ? "checked" : "unchecked", EVERY[e]);
+            else
+                snprintf(name, sizeof name, "%s:never", checked ? "checked" : "unchecked");
+            /* three kernels an iteration, each reading and writing n floats (blur reads 3,
+             * mostly from cache) */
+            double gbs = 3.0 * 2.0 * n * sizeof(float) / (ms * 1e-3) / 1e9;
+            results_row(&out, CHAPTER, name, shape, ms, gbs, 0.0);
+            printf("%-14s %-16s %12.4f\n", shape, name, ms);
+            fflush(stdout);
+        }
+    CUDA_CHECK(cudaStreamDestroy(s));
+    CUDA_CHECK(cudaFree(d_a));
+    CUDA_CHECK(cudaFree(d_b));
+    results_close(&out);
+    printf("bench: wrote %s\n", path);
+    return EXIT_SUCCESS;
+}
+
+static void add_tests(Suite *s)
+{
+    static const char *macro_title[] = { "CUDA_TRY on a planted failing cudaMalloc" };
+    MACRO = grader_add(s, "macro", macro, macro_title, 1, 60);
+
+    char titles[NCORRECT][96];
+    const char *t[NCORRECT];
+    for (int i = 0; i < NCORRECT; i++) {
+        struct run_case c = CORRECT_CASES[i];
+        int n = c.n ? c.n : big_n();
+        snprintf(titles[i], sizeof titles[i], "no fault, n %d, %d iterations, cadence %s%s", n,
+                 c.iterations, c.sync_every ? (c.sync_every == 1 ? "1" : "10") : "yours",
+                 !c.n && !gpu_times_are_real() ? " (in place of the GPU's 16M)" : "");
+        t[i] = titles[i];
+    }
+    CORRECT = grader_add(s, "correct", correct, t, NCORRECT, 120);
+
+    char ftitles[NFAULTS][96];
+    const char *ft[NFAULTS];
+    for (int i = 0; i < NFAULTS; i++) {
+        struct fault_case f = FAULT_CASES[i];
+        snprintf(ftitles[i], sizeof ftitles[i], "%s at iteration %d in %s, cadence %d",
+                 fault_name(f.kind), f.iteration, f.stage == 0 ? "blur" : f.stage == 1
+                 ? "bias" : "copy", f.sync_every);
+        ft[i] = ftitles[i];
+    }
+    FAULTS = grader_add(s, "faults", faults, ft, NFAULTS, 120);
+
+    /* Concept tests of the profiling issue (counters from the CPU backend) register here.
+     * This chapter's concepts are graded above, by fault injection, on both backends. */
+
+    SPEED = grader_add_timed(s, "speed", speed, "speed: yours at your cadence against no "
+                             "checks, 1000 iterations", 180);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct grader_spec spec = { CHAPTER, add_tests, bench, NULL };
+    return grader_main(&spec, argc, argv);
+}
