@@ -140,6 +140,18 @@ build/cuda/tests/harness: build/cuda/tests/harness.o build/cuda/harness/harness.
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 
+# ---- isolation: the grade glue against a hang, a crash, NaN, Inf, an unwritten element and an
+# overrun (tests/isolation.c, kernels in tests/isolation_kernels.cu); `make isolation-test B=emu`
+define isolation_rule
+build/$1/tests/isolation: build/$1/tests/isolation.o build/$1/tests/isolation_kernels.o build/$1/libharness.a $(LIBDEP_$1)
+	$(CXX) -o $$@ $$(filter %.o,$$^) build/$1/libharness.a $(LDLIBS_$1)
+endef
+$(foreach b,cuda emu,$(eval $(call isolation_rule,$b)))
+
+.PHONY: isolation-test
+isolation-test: build/$(B)/tests/isolation
+	build/$(B)/tests/isolation
+
 # ---- what the targets build --------------------------------------------------------------
 
 # graders B=cuda|emu SIDES="chapters solutions" CHAPTERS="...": build graders, run nothing
@@ -191,25 +203,57 @@ test: deps-test
 
 # ---- plots and the book ------------------------------------------------------------------
 
-PLOT_DATA ?= plots/data/h200
-PLOTS     := $(patsubst plots/%.gp,build/plots/%.pdf,$(filter-out plots/style.gp,$(wildcard plots/*.gp)))
+# Each figure is drawn from its chapter's committed measurements, $(PLOT_DATA)/NN.tsv, unless
+# `make bench` left fresher ones from this machine in $(FRESH_DATA)/NN.tsv: then from those.
+# The rule writes the file it used beside the figure (build/plots/NN.data), and the book's
+# caption names the device, driver and date of that file, "measured on this machine" if fresh.
+PLOT_DATA  ?= plots/data/h200
+FRESH_DATA ?= build/results
+PLOT_NAMES := $(patsubst plots/%.gp,%,$(filter-out plots/style.gp plots/roofline.gp,$(wildcard plots/*.gp)))
+PLOTS      := $(patsubst %,build/plots/%.pdf,$(PLOT_NAMES)) $(if $(wildcard plots/roofline.gp),build/plots/roofline.pdf)
 
-build/plots/%.pdf: plots/%.gp plots/style.gp $(PLOT_DATA)/%.tsv
-	@mkdir -p $(@D)
-	gnuplot -e "data='$(PLOT_DATA)/$*.tsv'; out='$@'" $<
+plot_data = $(if $(shell [ -f $(FRESH_DATA)/$1.tsv ] && [ $(FRESH_DATA)/$1.tsv -nt $(PLOT_DATA)/$1.tsv ] && echo y),$(FRESH_DATA)/$1.tsv,$(PLOT_DATA)/$1.tsv)
+
+# build/plots/NN.data names the file the figure is drawn from; it changes (and the figure is
+# redrawn) when the choice does, say when build/results/ is cleaned away
+define data_rule
+build/plots/$1.data: FORCE
+	@mkdir -p $$(@D)
+	@echo '$2' | cmp -s - $$@ || echo '$2' > $$@
+endef
+
+define plot_rule
+$(call data_rule,$1,$(call plot_data,$1))
+build/plots/$1.pdf: plots/$1.gp plots/style.gp $(call plot_data,$1) build/plots/$1.data
+	gnuplot -e "data='$(call plot_data,$1)'; out='$$@'" $$<
+endef
+$(foreach p,$(PLOT_NAMES),$(eval $(call plot_rule,$p)))
+
+# the roofline: every chapter's rows on one figure, under the ceilings measured in chapters
+# 01/04 (cuBLAS SGEMM), 02 (the copy kernel) and 05 (cuBLAS BF16)
+ROOFLINE_DATA := $(foreach p,$(PLOT_NAMES),$(call plot_data,$p))
+$(eval $(call data_rule,roofline,$(ROOFLINE_DATA)))
+build/plots/roofline.pdf: plots/roofline.gp plots/style.gp $(ROOFLINE_DATA) build/plots/roofline.data
+	gnuplot -e "files='$(ROOFLINE_DATA)'; out='$@'" $<
 
 .PHONY: plots
 plots: deps-book $(PLOTS)
 
-BOOK_SRC := book/metadata.yaml book/front.md $(wildcard chapters/*/README.md) book/back.md
+# the chapters, then matter that reads as part of the book (the roofline), then appendices
+# (book/appendices.lua adds the interview questions and the hints before the drills)
+BOOK_SRC := book/metadata.yaml book/front.md $(wildcard chapters/*/README.md) \
+            book/roofline.md book/drills.md book/solutions.md book/back.md
+BOOK_FILTERS := book/include.lua book/measured.lua book/appendices.lua
 
 # pandoc writes LaTeX, pdflatex runs twice (the contents need the page numbers); the log stays
-# in build/book/ for tests/book.sh, which looks for code that runs off the page
+# in build/book/ for tests/book.sh, which looks for code that runs off the page.
+# book/measured.lua reads the same data files the figures were drawn from (the .data files).
 export PLOT_DATA
-build/book.pdf: $(BOOK_SRC) book/header.tex book/include.lua book/appendices.lua $(PLOTS) $(CU_ALL)
+build/book.pdf: $(BOOK_SRC) book/header.tex $(BOOK_FILTERS) $(PLOTS) $(CU_ALL) \
+                $(wildcard chapters/*/*.h chapters/*/*.cuh) $(ROOFLINE_DATA)
 	@mkdir -p build/book
 	pandoc $(BOOK_SRC) --from markdown --standalone --listings \
-	  --lua-filter book/include.lua --lua-filter book/appendices.lua \
+	  $(foreach f,$(BOOK_FILTERS),--lua-filter $f) \
 	  --include-in-header book/header.tex --top-level-division=chapter --toc \
 	  -o build/book/book.tex
 	for pass in 1 2; do \
@@ -224,3 +268,26 @@ book: deps-book build/book.pdf
 .PHONY: clean
 clean:
 	rm -rf build
+
+# ---- profile (CPU backend) -----------------------------------------------------------------
+
+# make profile CH=02 [KERNEL=name] [SOLUTIONS=1]: the chapter's rungs built with the emu's
+# instrumented build and run once on a small shape; per kernel and source line: global
+# requests and sectors per request, shared wavefronts per request, divergent branches per
+# warp; the first out-of-bounds access stops the kernel with its thread and line.
+# harness/emu/README.md ("Profiling") gives the model; harness/profile.sh runs it.
+PROFILE_CHAPTERS := $(filter 01-% 02-% 03-% 04-%,$(CHAPTERS_ALL))
+
+define profile_rule
+build/emu-prof/$1/$2/profile: build/emu-prof/$1/$2/profile_main.o $(patsubst %.cu,build/emu-prof/%.o,$(call backend_sources,emu,$(call cu_sources,$1,$2))) $(EMU_PROF_LIB)
+	$(CXX) -o $$@ $$(filter %.o,$$^) $(EMU_PROF_LIB) $(EMU_LDLIBS)
+build/emu-prof/$1/$2/profile_main.o: harness/emu/prof/profile_main.c chapters/$2/*.h $(EMU_HEADERS)
+	@mkdir -p $$(@D)
+	$(CC) $(CFLAGS) $(CPPFLAGS_emu) -Ichapters/$2 -c $$< -o $$@
+endef
+$(foreach s,chapters solutions,$(foreach c,$(PROFILE_CHAPTERS),$(eval $(call profile_rule,$s,$c))))
+
+.PHONY: profile
+profile:
+	@CHAPTERS="$(CHAPTERS)" PROFILE_CHAPTERS="$(PROFILE_CHAPTERS)" SIDE="$(SIDE)" \
+	  BACKEND="$(BACKEND)" KERNEL="$(KERNEL)" MAKE="$(MAKE)" harness/profile.sh

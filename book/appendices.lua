@@ -5,8 +5,9 @@
 --   "## Interview questions"   keeps the questions, and every question with its model answer
 --                              moves to the appendix "Interview questions", grouped by the
 --                              theme each question is tagged with: *(memory hierarchy and ...)*
--- The appendices are appended at the end of the document, before the back matter's own
--- headings are left alone (only chapters whose heading starts with a two-digit number count).
+-- The appendices go after the chapters and after any level-1 section marked {.main} that follows
+-- them (the roofline), before the first other level-1 heading (the drills, the back matter);
+-- only chapters whose heading starts with a two-digit number count as chapters.
 
 local THEMES = {
   "profiling and bottlenecks",
@@ -130,7 +131,7 @@ function Pandoc(doc)
     if block.t == "Header" and block.level == 1 then
       local num = chapter_label(block)
       if num then seen_chapter = true
-      elseif seen_chapter then tail_at = i; break end
+      elseif seen_chapter and not block.classes:includes("main") then tail_at = i; break end
     end
   end
 
