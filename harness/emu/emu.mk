@@ -75,3 +75,63 @@ $(EMU_TEST_BIN): $(EMU_BUILD)/tests/emu.o $(EMU_BUILD)/tests/emu_kernels.o $(EMU
 .PHONY: emu-test
 emu-test: $(EMU_TEST_BIN)
 	$(EMU_TEST_BIN)
+
+# ---- the instrumented build (README.md, "Profiling"): everything under build/emu-prof/ -----
+# Kernel files compiled with GCC's ThreadSanitizer hooks on every load and store and
+# SanitizerCoverage's hook on every basic block; prof/prof.cpp is the hooks' runtime (libtsan is
+# never linked). The numbers are a model pinned to one compiler and one optimisation level:
+# -O3 (loop unswitching, vectorisation) changes the branches and the accesses the model sees.
+#   EMU_PROF_LIB             the runtime with the profiler: build/emu-prof/libemu_prof.a
+#   build/emu-prof/%.o: %.cu  any CUDA source, instrumented
+#   emu-profile-test         the profiler's own Check suite (tests/emu_profile.c)
+EMU_PROF_BUILD := build/emu-prof
+EMU_PROF_CXX ?= g++
+# the compiler the model's numbers were taken with (README.md): another one warns
+EMU_PROF_GCC_MAJOR := 12
+EMU_PROF_LIB := $(EMU_PROF_BUILD)/libemu_prof.a
+EMU_PROF_RT_OBJS := $(patsubst $(EMU_DIR)/src/%.cpp,$(EMU_PROF_BUILD)/runtime/%.o,$(wildcard $(EMU_DIR)/src/*.cpp)) \
+                    $(EMU_PROF_BUILD)/runtime/prof.o $(EMU_BUILD)/runtime/switch_x86_64.o
+EMU_PROF_CU_CXXFLAGS := -std=c++17 -O1 -fno-tree-vectorize -g -gdwarf-4 -fno-strict-aliasing \
+                        -fstack-clash-protection -fsanitize=thread -fsanitize-coverage=trace-pc \
+                        --param=tsan-instrument-func-entry-exit=0 -Wno-unknown-pragmas -Wall \
+                        -Wno-unused-parameter -Wno-unused-variable -Wno-unused-function
+
+$(EMU_PROF_LIB): $(EMU_PROF_RT_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@
+	ar rcs $@ $^
+
+$(EMU_PROF_BUILD)/runtime/%.o: $(EMU_DIR)/src/%.cpp $(EMU_DIR)/src/internal.h $(EMU_HEADERS) $(EMU_DIR)/emu.mk
+	@mkdir -p $(dir $@)
+	$(EMU_CXX) $(EMU_RT_CXXFLAGS) -DEMU_PROFILE $(EMU_CPPFLAGS) -c $< -o $@
+
+$(EMU_PROF_BUILD)/runtime/prof.o: $(EMU_DIR)/prof/prof.cpp $(EMU_DIR)/src/internal.h $(EMU_HEADERS) $(EMU_DIR)/emu.mk
+	@mkdir -p $(dir $@)
+	$(EMU_CXX) $(EMU_RT_CXXFLAGS) -DEMU_PROFILE $(EMU_CPPFLAGS) -c $< -o $@
+
+$(EMU_PROF_BUILD)/%.o: %.cu $(EMU_REWRITE) $(EMU_HEADERS) $(EMU_DIR)/emu.mk
+	@mkdir -p $(dir $@)
+	@v=$$($(EMU_PROF_CXX) -dumpversion); [ "$${v%%.*}" = "$(EMU_PROF_GCC_MAJOR)" ] || \
+	  echo "emu-profile: warning: $(EMU_PROF_CXX) is gcc $$v; the model's numbers were taken with gcc $(EMU_PROF_GCC_MAJOR) (they may differ)" >&2
+	$(EMU_AWK) -f $(EMU_REWRITE) $< > $(EMU_PROF_BUILD)/$*.emu.cpp
+	$(EMU_PROF_CXX) $(EMU_PROF_CU_CXXFLAGS) $(EMU_CPPFLAGS) -iquote $(dir $<) $(CU_INC) \
+	    -include cuda_runtime.h -MMD -MP -MT $@ -MF $(EMU_PROF_BUILD)/$*.d \
+	    -c $(EMU_PROF_BUILD)/$*.emu.cpp -o $@
+
+-include $(shell find $(EMU_PROF_BUILD) -name '*.d' 2>/dev/null)
+
+# The profiler's own tests: planted kernels (tests/emu_profile_kernels.cu) whose numbers are
+# known, built instrumented; a Check suite in C asks the runtime for each launch's totals.
+EMU_PROF_TEST_BIN := $(EMU_PROF_BUILD)/tests/emu_profile
+
+$(EMU_PROF_BUILD)/tests/emu_profile.o: tests/emu_profile.c tests/emu_profile_kernels.h $(EMU_HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O2 -g -Wall -Wextra -Werror $(EMU_CPPFLAGS) $(EMU_CHECK_CFLAGS) -c $< -o $@
+
+$(EMU_PROF_TEST_BIN): $(EMU_PROF_BUILD)/tests/emu_profile.o $(EMU_PROF_BUILD)/tests/emu_profile_kernels.o $(EMU_PROF_LIB)
+	$(CC) -o $@ $(EMU_PROF_BUILD)/tests/emu_profile.o $(EMU_PROF_BUILD)/tests/emu_profile_kernels.o \
+	    $(EMU_PROF_LIB) -Wl,-Bstatic -lcheck -lsubunit -Wl,-Bdynamic -lm -lrt -lpthread $(EMU_LDLIBS)
+
+.PHONY: emu-profile-test
+emu-profile-test: $(EMU_PROF_TEST_BIN)
+	$(EMU_PROF_TEST_BIN)

@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace emu {
 
@@ -42,6 +44,27 @@ std::string describe_address(uintptr_t addr);
 /* symbolisation of code addresses (sched.cpp) */
 std::string symbol_name(const void *code);       /* "matmul_kernel" */
 std::string source_location(const void *code);   /* "chapters/01-matmul/matmul.cu:42" */
+
+#ifdef EMU_PROFILE
+/* The instrumented build (harness/emu/prof/prof.cpp, README.md "Profiling"): the scheduler
+ * calls these, and the profiler asks it for the running CUDA thread. Not in libemu.a. */
+struct ProfThread {
+    unsigned lin;                 /* linear thread index in the block */
+    uintptr_t stack_lo, stack_hi; /* its fiber stack */
+};
+bool prof_current(ProfThread *t);          /* false outside a CUDA thread */
+/* stop the kernel with cudaErrorIllegalAddress; the report names the thread, then message,
+ * then the source line of pc (a return address in the access's code) */
+[[noreturn]] void prof_fail(const char *message, uintptr_t pc);
+void prof_launch_begin(const void *kernel, const Cfg &c);
+void prof_launch_end(const void *kernel, bool ok);
+void prof_block_begin(unsigned nthreads);
+void prof_block_end(bool ok);
+void prof_barrier();
+void prof_thread_exit(unsigned lin);
+/* the live allocations, (base, size), sorted by base (memory.cpp) */
+void live_allocations(std::vector<std::pair<uintptr_t, size_t>> &out);
+#endif
 
 } /* namespace emu */
 

@@ -16,6 +16,7 @@
  * does (enough for every vector type), and each allocation costs a system call and a page. */
 #include "internal.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
@@ -187,6 +188,19 @@ std::string check_padding()
     }
     return std::string();
 }
+
+#ifdef EMU_PROFILE
+void live_allocations(std::vector<std::pair<uintptr_t, size_t>> &out)
+{
+    std::lock_guard<std::mutex> lock(g_mutex);
+    out.clear();
+    for (auto &entry : g_live)
+        out.emplace_back(entry.second.base, entry.second.size);
+    for (auto &sym : g_symbols)
+        out.emplace_back(sym.first, sym.second);
+    std::sort(out.begin(), out.end());
+}
+#endif
 
 std::string describe_address(uintptr_t addr)
 {

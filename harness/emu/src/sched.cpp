@@ -86,7 +86,11 @@ struct Fiber {
     int result_pred;
 };
 
-enum Failure { NONE, SIGNAL, DIVERGENT_BARRIER, TRAP, ASSERT };
+enum Failure { NONE, SIGNAL, DIVERGENT_BARRIER, TRAP, ASSERT,
+#ifdef EMU_PROFILE
+               PROFILE_ACCESS, /* the instrumented build caught a bad access (prof.cpp) */
+#endif
+};
 
 struct Launch;
 
@@ -354,6 +358,9 @@ void release_barrier(Worker &w)
 {
     if (w.bar_other)
         fail(w, DIVERGENT_BARRIER);
+#ifdef EMU_PROFILE
+    prof_barrier();
+#endif
     w.bar_count = w.bar_pred;
     w.bar_arrived = w.at_barrier;
     for (unsigned i = 0; i < w.n; ++i)
@@ -703,6 +710,12 @@ cudaError_t report_failure(Worker &w)
     } else if (w.failure == TRAP) {
         body = format("thread %s called __trap() at %s:%d", dim(f->tid).c_str(), w.fail_file,
                       w.fail_line);
+#ifdef EMU_PROFILE
+    } else if (w.failure == PROFILE_ACCESS) {
+        body = format("thread %s %s %s", dim(f->tid).c_str(), w.fail_expr,
+                      where_in_source((const void *)w.pc).c_str());
+        err = cudaErrorIllegalAddress;
+#endif
     } else if (w.failure == ASSERT) {
         body = format("thread %s: %s:%d: %s: Assertion `%s' failed", dim(f->tid).c_str(),
                       w.fail_file, w.fail_line, w.fail_func, w.fail_expr);
@@ -753,6 +766,9 @@ bool run_block(Worker &w, Launch &l, unsigned long long b)
     w.overflow = false;
     w.rng = splitmix(l.seed ^ splitmix(b + 1));
     new_pass(w, l.mode);
+#ifdef EMU_PROFILE
+    prof_block_begin(w.n);
+#endif
     Fiber *next = find_next(w);
     for (;;) {
         enter(w, next);
@@ -761,6 +777,9 @@ bool run_block(Worker &w, Launch &l, unsigned long long b)
         if (w.aborted || w.live == 0 || !force_active_masks(w) || !(next = find_next(w)))
             break;
     }
+#ifdef EMU_PROFILE
+    prof_block_end(!w.aborted && w.live == 0);
+#endif
     if (!w.aborted && w.live == 0)
         return true;
     bool first_report = !l.reported.exchange(true);
@@ -954,6 +973,28 @@ unsigned active_mask()
                              "", 0);
 }
 
+#ifdef EMU_PROFILE
+bool prof_current(ProfThread *t)
+{
+    Worker *w = tls_worker;
+    Fiber *f = w ? w->cur : nullptr;
+    if (!f)
+        return false;
+    t->lin = f->lin;
+    t->stack_lo = (uintptr_t)f->stack_lo;
+    t->stack_hi = (uintptr_t)f->stack_hi;
+    return true;
+}
+
+void prof_fail(const char *message, uintptr_t pc)
+{
+    Worker &w = *tls_worker;
+    w.fail_expr = message;
+    w.pc = pc - 1; /* a return address: the call's own line */
+    fail(w, PROFILE_ACCESS);
+}
+#endif
+
 void trap(const char *file, int line)
 {
     Worker *w = tls_worker;
@@ -994,7 +1035,14 @@ void launch(const void *kernel, const Cfg &c, void (*body)(void *), void *pack)
     l.nblocks = (unsigned long long)g.x * g.y * g.z;
     read_schedule(&l.mode, &l.seed);
     l.seed = splitmix(l.seed ^ g_launches.fetch_add(1));
+#ifdef EMU_PROFILE
+    (void)os_threads(l.nblocks); /* checked, then ignored: the profile's accounting is one
+                                    OS thread's */
+    const unsigned helpers = 0;
+    prof_launch_begin(kernel, c);
+#else
     const unsigned helpers = os_threads(l.nblocks) - 1;
+#endif
     if (helpers == 0) {
         run_blocks(l);
     } else {
@@ -1002,6 +1050,9 @@ void launch(const void *kernel, const Cfg &c, void (*body)(void *), void *pack)
             g_pool = new Pool(); /* after a fork the old pool's threads are gone */
         g_pool->run(l, helpers);
     }
+#ifdef EMU_PROFILE
+    prof_launch_end(kernel, l.error == cudaSuccess);
+#endif
     if (l.error != cudaSuccess) {
         kernel_failed(l.error);
         return;
@@ -1040,6 +1091,9 @@ void emu_fiber_entry(void)
     Worker &w = *tls_worker;
     w.launch->body(w.launch->pack);
     Fiber *f = w.cur;
+#ifdef EMU_PROFILE
+    prof_thread_exit(f->lin);
+#endif
     f->state = DONE;
     --w.ready;
     --w.live;

@@ -1,0 +1,33 @@
+/* emu_profile.h: the instrumented emu build's C API (harness/emu/README.md, "Profiling").
+ * Only programs linked with build/emu-prof/libemu_prof.a have these functions. */
+#ifndef EMU_PROFILE_H
+#define EMU_PROFILE_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What one kernel launch did, summed over its warps. Stores include atomics. */
+struct emu_profile_totals {
+    unsigned long long warps;
+    unsigned long long gld_requests, gld_sectors;         /* global loads: 32-byte sectors */
+    unsigned long long gst_requests, gst_sectors;         /* global stores and atomics */
+    unsigned long long shld_requests, shld_wavefronts;    /* shared loads: bank wavefronts */
+    unsigned long long shst_requests, shst_wavefronts;    /* shared stores */
+    unsigned long long divergent_branches;
+};
+
+/* Record (1, the default) or ignore (0) the launches that follow; the bounds checks run
+ * either way. */
+void emu_profile_record(int on);
+/* Print each recorded launch's table on stdout (1, the default unless EMU_PROFILE_QUIET is
+ * set) or not (0). */
+void emu_profile_print(int on);
+/* The totals of the last recorded launch that completed; 0 if there is none. */
+int emu_profile_last(struct emu_profile_totals *t);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
