@@ -169,7 +169,7 @@ compile-all: $(patsubst %.cu,build/cuda/%.o,$(CU_ALL))
 .PHONY: gpu-build
 gpu-build:
 	$(MAKE) --no-print-directory B=cuda SIDES="chapters solutions" CHAPTERS="$(CHAPTERS_ALL)" \
-	  graders mutants build/cuda/probe build/cuda/tests/harness
+	  graders mutants build/cuda/probe build/cuda/tests/harness build/cuda/tests/isolation
 
 .PHONY: mutants
 mutants: $(foreach m,$(MUTANTS),build/$(B)/mutants/$m/grade)

@@ -31,6 +31,7 @@ step() { # step TITLE COMMAND...: run with a time limit, output into the log
   date -u +%Y-%m-%dT%H:%MZ; } | tee -a "$log"
 
 [[ -x build/cuda/tests/harness ]] && step "harness tests" build/cuda/tests/harness
+[[ -x build/cuda/tests/isolation ]] && step "isolation: a hang, a crash, NaN, Inf, an unwritten element, an overrun" build/cuda/tests/isolation
 
 chapters=${CHAPTERS:-$(for d in build/cuda/solutions/*/; do basename "$d"; done)}
 for c in $chapters; do

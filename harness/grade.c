@@ -34,6 +34,9 @@ static struct shared *sh;
 static const char *chapter_name;
 static char titles[GRADE_MAX_TESTS][160];
 static char tcases[GRADE_MAX_TESTS][64];
+/* each test is its own Check test case, named "tcase#index", so that grader_run can run them
+ * one at a time and report each as soon as it ends (Check keeps the name's pointer) */
+static char tcnames[GRADE_MAX_TESTS][80];
 static int ntests;
 static char skips[8][GRADE_TEXT];
 static int nskips;
@@ -112,15 +115,16 @@ int grader_add(Suite *s, const char *tcase, const TTest *fn, const char *const *
         fprintf(stderr, "grade: more than %d tests\n", GRADE_MAX_TESTS);
         exit(EXIT_FAILURE);
     }
-    TCase *tc = tcase_create(tcase);
-    tcase_set_timeout(tc, timeout_s);
-    tcase_add_checked_fixture(tc, child_setup, NULL);
-    tcase_add_loop_test(tc, fn, 0, n);
-    suite_add_tcase(s, tc);
     int base = ntests;
     for (int i = 0; i < n; i++, ntests++) {
         snprintf(titles[ntests], sizeof titles[ntests], "%s", t[i]);
         snprintf(tcases[ntests], sizeof tcases[ntests], "%s", tcase);
+        snprintf(tcnames[ntests], sizeof tcnames[ntests], "%s#%d", tcase, ntests);
+        TCase *tc = tcase_create(tcnames[ntests]);
+        tcase_set_timeout(tc, timeout_s);
+        tcase_add_checked_fixture(tc, child_setup, NULL);
+        tcase_add_loop_test(tc, fn, i, i + 1); /* _i = i, as one loop over 0..n-1 gives */
+        suite_add_tcase(s, tc);
     }
     return base;
 }
@@ -177,26 +181,53 @@ static void print_block(const char *label, const char *text)
     printf("        %s%s\n", label, text);
 }
 
-/* The last lines test i wrote to stderr, indented, when it wrote any. */
-static void print_stderr_of(int i)
+enum { KEEP = 2048 };
+
+/* The last (up to KEEP) bytes test i wrote to stderr, from the start of a line, into buf
+ * (KEEP + 1 bytes); NULL when it wrote nothing. */
+static char *stderr_of(int i, char *buf)
 {
     if (!sh->capture || i >= sh->started)
-        return;
+        return NULL;
     long from = sh->err_start[i];
     long to = i + 1 < sh->started ? sh->err_start[i + 1] : lseek(fileno(errfile), 0, SEEK_END);
     if (to <= from)
-        return;
-    enum { KEEP = 2048 };
+        return NULL;
     if (to - from > KEEP)
         from = to - KEEP;
-    char buf[KEEP + 1];
     ssize_t got = pread(fileno(errfile), buf, (size_t)(to - from), from);
     if (got <= 0)
-        return;
+        return NULL;
     buf[got] = '\0';
     char *line = buf, *nl;
     if (from > sh->err_start[i] && (nl = strchr(line, '\n')))
         line = nl + 1; /* start on a whole line */
+    return *line ? line : NULL;
+}
+
+/* The last line test i wrote to stderr ("...: cudaDeviceSynchronize() failed: an illegal
+ * memory access ..."), into buf; "" when none. */
+static void last_stderr_line(int i, char *out, size_t len)
+{
+    char buf[KEEP + 1];
+    char *text = stderr_of(i, buf);
+    out[0] = '\0';
+    if (!text)
+        return;
+    size_t n = strlen(text);
+    while (n && (text[n - 1] == '\n' || text[n - 1] == ' '))
+        text[--n] = '\0';
+    char *last = strrchr(text, '\n');
+    snprintf(out, len, "%s", last ? last + 1 : text);
+}
+
+/* The last lines test i wrote to stderr, indented, when it wrote any. */
+static void print_stderr_of(int i)
+{
+    char buf[KEEP + 1];
+    char *line = stderr_of(i, buf), *nl;
+    if (!line)
+        return;
     printf("        it printed:\n");
     for (; *line; line = nl + 1) {
         nl = strchr(line, '\n');
@@ -208,6 +239,132 @@ static void print_stderr_of(int i)
     }
 }
 
+/* ---- build/grade.tsv: one row per test, written as each test ends ------------------------ */
+
+static FILE *tsv;
+static const char *tsv_side;
+
+/* Which side of the chapter this grader was built from, from its own path
+ * (build/BACKEND/chapters/CH/grade, .../solutions/CH/grade, .../mutants/CH/NAME/grade), unless
+ * GRADE_SIDE says; "" when neither tells. */
+static const char *find_side(void)
+{
+    static char side[128];
+    const char *env = getenv("GRADE_SIDE");
+    if (env) {
+        snprintf(side, sizeof side, "%s", env);
+        return side;
+    }
+    char exe[1024];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len <= 0)
+        return "";
+    exe[len] = '\0';
+    /* the part after the last "/build/BACKEND/": SIDE/CH/grade or mutants/CH/NAME/grade */
+    char *at = NULL;
+    for (char *p = strstr(exe, "/build/"); p; p = strstr(p + 1, "/build/"))
+        at = p;
+    char *rest = at ? strchr(at + strlen("/build/"), '/') : NULL;
+    if (!rest)
+        return "";
+    rest++;
+    if (strncmp(rest, "mutants/", 8) == 0) {
+        char *name = strchr(rest + 8, '/');
+        char *end = name ? strchr(name + 1, '/') : NULL;
+        if (name && end) {
+            snprintf(side, sizeof side, "mutant %.*s", (int)(end - name - 1), name + 1);
+            return side;
+        }
+        return "";
+    }
+    if (strncmp(rest, "solutions/", 10) == 0)
+        return "solutions";
+    if (strncmp(rest, "chapters/", 9) == 0)
+        return "chapters";
+    return "";
+}
+
+/* GRADE_TSV names the file ("" for none); unset, build/grade.tsv when ./build exists (a grader
+ * run from the repository's root, as `make grade` runs it). Appended to; the header is written
+ * when the file is empty. */
+static void tsv_open(void)
+{
+    const char *path = getenv("GRADE_TSV");
+    if (!path) {
+        if (access("build", W_OK) != 0)
+            return;
+        path = "build/grade.tsv";
+    }
+    if (!*path)
+        return;
+    tsv = fopen(path, "a");
+    if (!tsv) {
+        fprintf(stderr, "grade: %s: cannot append the results (continuing without)\n", path);
+        return;
+    }
+    if (ftell(tsv) == 0)
+        fprintf(tsv, "chapter\tbackend\tside\ttest\tverdict\tmessage\tseed\n");
+    fflush(tsv);
+    tsv_side = find_side();
+}
+
+/* One field: up to the first newline, with tabs turned into spaces. */
+static void tsv_field(const char *text)
+{
+    for (const char *c = text ? text : ""; *c && *c != '\n'; c++)
+        fputc(*c == '\t' || *c == '\r' ? ' ' : *c, tsv);
+}
+
+static void tsv_row(const char *title, const char *verdict, const char *message)
+{
+    if (!tsv)
+        return;
+    const char *fields[] = { chapter_name, gpu_backend(), tsv_side, title, verdict, message };
+    for (size_t f = 0; f < sizeof fields / sizeof fields[0]; f++) {
+        tsv_field(fields[f]);
+        fputc('\t', tsv);
+    }
+    fprintf(tsv, "%llu\n", (unsigned long long)harness_seed());
+    fflush(tsv); /* on disk before the next test starts: a grader that dies keeps it */
+}
+
+/* The lines of test i, which ended with result r. */
+static void report(int i, TestResult *r)
+{
+    const char *title = i < ntests ? titles[i] : tr_tcname(r);
+    struct slot *sl = i < ntests ? &sh->slots[i] : NULL;
+    switch (tr_rtype(r)) {
+    case CK_PASS:
+        printf("  PASS  %s%s%s\n", title, sl && sl->note[0] ? ": " : "", sl ? sl->note : "");
+        tsv_row(title, "PASS", sl ? sl->note : "");
+        break;
+    case CK_FAILURE:
+        printf("  FAIL  %s: %s\n", title, tr_msg(r));
+        tsv_row(title, "FAIL", tr_msg(r));
+        if (sl && sl->hint[0])
+            print_block("hint: ", sl->hint);
+        print_stderr_of(i);
+        break;
+    default: {
+        printf("  FAIL  %s: %s\n", title, tr_msg(r));
+        /* the file's row carries what the test said last, a CUDA error say */
+        char last[GRADE_TEXT], msg[GRADE_TEXT + 160];
+        last_stderr_line(i, last, sizeof last);
+        snprintf(msg, sizeof msg, "%s%s%s", tr_msg(r), last[0] ? ": " : "", last);
+        tsv_row(title, "FAIL", msg);
+        print_stderr_of(i);
+        print_block("", strstr(tr_msg(r), "timeout")
+                            ? "hint: the kernel did not finish in time: a loop that never "
+                              "ends, or a barrier that not every thread reaches?"
+                            : "hint: the test stopped early: a CUDA error names the call "
+                              "that saw it; an illegal address is usually an index past "
+                              "the end of a buffer (a missing bounds check)");
+        break;
+    }
+    }
+    fflush(stdout);
+}
+
 int grader_run(Suite *s)
 {
     SRunner *sr = srunner_create(s);
@@ -215,45 +372,49 @@ int grader_run(Suite *s)
     sh->capture = errfile && srunner_fork_status(sr) == CK_FORK;
     if (sh->capture)
         fcntl(fileno(errfile), F_SETFL, O_APPEND);
-    srunner_run_all(sr, CK_SILENT);
-    if (tty())
-        printf("\r\033[K");
+    tsv_open();
+
+    /* One test at a time, in the order they were added, each reported as soon as it ends: a
+     * grader that is itself killed half-way keeps every verdict before it, on the screen and
+     * in the results file. CK_RUN_CASE=NAME runs only the tests grader_add named NAME. */
+    const char *only = getenv("CK_RUN_CASE");
+    int seen = 0;
+    for (int i = 0; i < ntests; i++) {
+        if (only && *only && strcmp(only, tcases[i]) != 0) {
+            if (sh->capture && sh->started == i)
+                sh->err_start[sh->started++] = lseek(fileno(errfile), 0, SEEK_END);
+            continue;
+        }
+        srunner_run(sr, NULL, tcnames[i], CK_SILENT);
+        if (tty())
+            printf("\r\033[K");
+        int now = srunner_ntests_run(sr);
+        if (now > seen) {
+            TestResult **res = srunner_results(sr);
+            for (int j = seen; j < now; j++)
+                report(i, res[j]);
+            free(res);
+            seen = now;
+        }
+        /* a test whose child died before its fixture ran still takes its place */
+        if (sh->capture && sh->started == i)
+            sh->err_start[sh->started++] = lseek(fileno(errfile), 0, SEEK_END);
+    }
+    for (int i = 0; i < nskips; i++) {
+        printf("  SKIP  %s\n", skips[i]);
+        char title[GRADE_TEXT];
+        memcpy(title, skips[i], sizeof title); /* "title: why" */
+        char *colon = strstr(title, ": ");
+        if (colon)
+            *colon = '\0';
+        tsv_row(title, "SKIP", colon ? colon + 2 : "");
+    }
+    if (tsv) {
+        fclose(tsv);
+        tsv = NULL;
+    }
 
     int n = srunner_ntests_run(sr), failed = srunner_ntests_failed(sr);
-    TestResult **res = srunner_results(sr);
-    for (int i = 0; i < n; i++) {
-        TestResult *r = res[i];
-        /* Check runs test cases, and loop iterations, in the order they were added */
-        const char *title = i < ntests && strcmp(tcases[i], tr_tcname(r)) == 0
-                                ? titles[i] : tr_tcname(r);
-        struct slot *sl = i < ntests ? &sh->slots[i] : NULL;
-        switch (tr_rtype(r)) {
-        case CK_PASS:
-            printf("  PASS  %s%s%s\n", title, sl && sl->note[0] ? ": " : "",
-                   sl ? sl->note : "");
-            break;
-        case CK_FAILURE:
-            printf("  FAIL  %s: %s\n", title, tr_msg(r));
-            if (sl && sl->hint[0])
-                print_block("hint: ", sl->hint);
-            break;
-        default:
-            printf("  FAIL  %s: %s\n", title, tr_msg(r));
-            print_stderr_of(i);
-            print_block("", strstr(tr_msg(r), "timeout")
-                                ? "hint: the kernel did not finish in time: a loop that never "
-                                  "ends, or a barrier that not every thread reaches?"
-                                : "hint: the test stopped early: a CUDA error names the call "
-                                  "that saw it; an illegal address is usually an index past "
-                                  "the end of a buffer (a missing bounds check)");
-            break;
-        }
-        if (tr_rtype(r) == CK_FAILURE)
-            print_stderr_of(i);
-    }
-    for (int i = 0; i < nskips; i++)
-        printf("  SKIP  %s\n", skips[i]);
-
     int passed = n - failed;
     printf("%s  %s  %d/%d passed on %s%s%s\n", chapter_name,
            failed == 0 && n > 0 ? "PASS" : "FAIL", passed, n, gpu_backend(),

@@ -66,6 +66,8 @@ $make_ --no-print-directory -s graders B="$backend" SIDES="$SIDE" CHAPTERS="$CHA
 # ---- run -----------------------------------------------------------------------------------
 mkdir -p build/results
 counts=build/$backend/grade-counts.tsv
+# build/grade.tsv: this grade's verdicts, test by test, written as each test ends
+[[ $mode == grade ]] && : > build/grade.tsv
 : > "$counts"
 passed=0 failed=0
 for c in $CHAPTERS; do
@@ -85,7 +87,7 @@ total=$((passed + failed))
 if [[ $mode == tune ]]; then
     echo "tune: $passed of $total chapters tuned; tables in build/results/*-tune.tsv (commit one as solutions/CHAPTER/tune.tsv)"
 elif [[ $mode == bench ]]; then
-    echo "bench: $passed of $total chapters measured; rows in build/results/ (make plots PLOT_DATA=build/results)"
+    echo "bench: $passed of $total chapters measured; rows in build/results/ (make plots draws from them)"
 else
     echo "grade: $passed of $total chapters passed ($SIDE, $backend backend)"
 fi

@@ -5,15 +5,24 @@
 #   1. every kernel file compiles with nvcc for every ARCH, warnings as errors
 #   2. the harness's own Check tests
 #   3. every grader links, against the starters and against the solutions
-#   4. the CPU backend's own tests
+#   4. the CPU backend's own tests, and its profiler's
 #   5. both directions, on the CPU backend and on a GPU when one answers: each solution passes
-#      its grader, each starter fails it, and each known-bug kernel (tests/mutants/) fails it
-#   6. the plots from the committed measurements, and build/book.pdf
+#      its grader, each starter fails it, and each known-bug kernel (tests/mutants/) fails it,
+#      with the symptom its patch's `Symptom:` line names (an extended regex) when it has one
+#   6. isolation (tests/isolation.c): a hanging, a crashing, a NaN-, Inf- and unwritten-output,
+#      and an overrunning kernel each fail one test of a demo grader, which goes on and keeps
+#      its results file row by row; on the CPU backend, and on a GPU when one answers
+#   7. the plots from the committed measurements, and build/book.pdf
+#
+# The graders run here write their per-test rows to build/test-grade.tsv (GRADE_TSV), started
+# fresh each run, so that build/grade.tsv stays what `make grade` wrote.
 set -uo pipefail
 make_=${MAKE:-make}
 counts=build/test-counts.tsv
 mkdir -p build
 : > "$counts"
+export GRADE_TSV=build/test-grade.tsv
+: > "$GRADE_TSV"
 passed=0 failed=0 failures=()
 
 step() { # step NAME COMMAND...: run a step, count it
@@ -64,12 +73,17 @@ directions() {
         fi
     done
     # every known-bug kernel fails, and says how
-    local g m
+    local g m symptom
     for g in build/$b/mutants/*/*/grade; do
         [[ -x $g ]] || continue
         m=${g#build/$b/mutants/}; m=${m%/grade}
         out=$($g 2>&1); rc=$?
-        if [[ $rc -eq 1 ]] && grep -q '^  FAIL  ' <<<"$out"; then
+        symptom=$(sed -n 's/^Symptom: //p' "tests/mutants/$m.patch" | head -n 1)
+        if [[ $rc -eq 1 && -n $symptom ]] && grep -q '^  FAIL  ' <<<"$out" &&
+            ! grep -Eq -- "$symptom" <<<"$out"; then
+            echo "$out"; echo "FAIL  mutant $m fails, but not with its symptom /$symptom/ ($b)"
+            failed=$((failed + 1)); failures+=("mutant $m symptom on $b")
+        elif [[ $rc -eq 1 ]] && grep -q '^  FAIL  ' <<<"$out"; then
             echo "ok    mutant $m fails ($b): $(grep -m1 '^  FAIL  ' <<<"$out" | sed 's/^ *FAIL  //' | cut -c1-150)"
             passed=$((passed + 1))
         else
@@ -88,19 +102,28 @@ checks "harness tests" build/cuda/tests/harness
 echo
 echo "(the CPU backend's tests provoke errors on purpose: the emu: lines below are expected)"
 checks "the CPU backend's own tests" $make_ --no-print-directory -s emu-test
+checks "the CPU backend's profiler: sectors, wavefronts, divergence, bounds" \
+    $make_ --no-print-directory -s emu-profile-test
 step "build every grader and known-bug kernel for the CPU backend" \
     $make_ --no-print-directory -s B=emu SIDES="chapters solutions" CHAPTERS="$CHAPTERS_ALL" \
-    graders mutants
+    graders mutants build/emu/tests/isolation
 
 echo
 echo "== both directions on the CPU backend"
 directions emu
+
+checks "isolation: a hang, a crash, NaN, Inf, an unwritten element, an overrun (emu)" \
+    build/emu/tests/isolation
 
 echo
 echo "== both directions on a GPU"
 if device=$(build/cuda/probe); then
     echo "GPU: $device"
     directions cuda
+    step "build the isolation demo for the GPU" \
+        $make_ --no-print-directory -s build/cuda/tests/isolation
+    checks "isolation: a hang, a crash, NaN, Inf, an unwritten element, an overrun (cuda)" \
+        build/cuda/tests/isolation
 else
     echo "no GPU answered ($device): this part runs where one does"
 fi

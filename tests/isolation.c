@@ -1,0 +1,368 @@
+/* isolation.c: what the grade glue (harness/grade.c) promises when a kernel goes wrong,
+ * demonstrated with the real glue on whichever backend this is built for.
+ *
+ *   isolation          the suite: runs the demo below as a separate process (this program
+ *                      with --demo, its results file in a temporary file) and checks its
+ *                      lines, its exit status and its rows, one test per promise
+ *   isolation --demo   a grader of eight tests, six of which fail on purpose:
+ *                        a kernel that spins on a flag nobody sets (2 s timeout)
+ *                        a correct kernel after it, which must still run and pass
+ *                        a kernel that stores to an illegal address
+ *                        NaN in the output, Inf in the output, an element never written
+ *                        a store one element past the end of the output buffer
+ *                        a correct kernel at the end
+ *   isolation --demo-killed
+ *                      a grader whose second test kills the grader itself: the first test's
+ *                      verdict must already be in its results file
+ *
+ * The suite's parent process touches no CUDA (the demo is another process), as a grader's must
+ * not before its tests fork. Takes about 3 s, most of it the 2 s timeout. */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "grade.h"
+#include "isolation_kernels.h"
+
+#define DEMO "isolation-demo"
+#define N 1000        /* elements of the demo's output: not a multiple of its block */
+#define AT 517        /* where a faulty kernel puts its fault */
+#define HANG_TIMEOUT_S 2.0
+
+/* ---- the demo grader ---------------------------------------------------------------------- */
+
+static const char *const T_HANG = "a kernel that spins on a flag nobody sets";
+static const char *const T_AFTER = "a correct kernel after the hang";
+static const char *const T_CRASH = "a kernel that stores to an illegal address";
+static const char *const T_NAN = "a kernel that writes NaN";
+static const char *const T_INF = "a kernel that writes Inf";
+static const char *const T_SKIP = "a kernel that leaves one element unwritten";
+static const char *const T_PAST = "a kernel that stores one past the end of d_out";
+static const char *const T_LAST = "a correct kernel at the end";
+static const char *const T_KILL = "a test that kills its grader";
+
+static int SLOT_AFTER, SLOT_NAN, SLOT_INF, SLOT_SKIP, SLOT_PAST, SLOT_LAST;
+
+/* Run copy_faulty on fresh inputs into a poisoned, guarded d_out and grade it as a chapter's
+ * grader does: guard zones first, then every element against the input. */
+static void copy_and_check(int slot, enum fault fault)
+{
+    struct rng r = grade_rng(slot);
+    float h_in[N], h_out[N];
+    double ref[N];
+    rng_fill_f32(&r, h_in, N, -1.0f, 1.0f);
+    for (int i = 0; i < N; i++)
+        ref[i] = h_in[i];
+    float *d_in = dbuf_alloc(sizeof h_in, "d_in"), *d_out = dbuf_alloc(sizeof h_out, "d_out");
+    to_device(d_in, h_in, sizeof h_in);
+    dbuf_poison(d_out);
+    copy_faulty(d_in, d_out, N, fault, AT);
+    gpu_sync();
+    char guard[256];
+    if (dbuf_check_guards(d_out, guard, sizeof guard) != 0)
+        ck_abort_msg("n = %d: %s", N, guard);
+    to_host(h_out, d_out, sizeof h_out);
+    struct cmp_result c = compare_f32(h_out, ref, NULL, N, 0, 0.0, 0.0);
+    char desc[512];
+    cmp_describe(&c, 0, desc, sizeof desc);
+    ck_assert_msg(c.bad == 0, "n = %d: %s", N, desc);
+    dbuf_free(d_in);
+    dbuf_free(d_out);
+}
+
+START_TEST(hang)
+{
+    spin_forever();
+    gpu_sync(); /* never returns: Check's timer kills this test's process */
+}
+END_TEST
+
+START_TEST(crash)
+{
+    write_illegal_address();
+    gpu_sync(); /* the illegal address surfaces here: CUDA_CHECK prints it and exits */
+}
+END_TEST
+
+START_TEST(after) { copy_and_check(SLOT_AFTER, FAULT_NONE); }
+END_TEST
+START_TEST(nan_out) { copy_and_check(SLOT_NAN, FAULT_NAN); }
+END_TEST
+START_TEST(inf_out) { copy_and_check(SLOT_INF, FAULT_INF); }
+END_TEST
+START_TEST(skip_out) { copy_and_check(SLOT_SKIP, FAULT_SKIP); }
+END_TEST
+START_TEST(past_end) { copy_and_check(SLOT_PAST, FAULT_PAST_END); }
+END_TEST
+START_TEST(last) { copy_and_check(SLOT_LAST, FAULT_NONE); }
+END_TEST
+
+START_TEST(kill_grader)
+{
+    kill(getppid(), SIGKILL); /* the grader's own process, not this test's */
+    _exit(0);
+}
+END_TEST
+
+static void add_demo(Suite *s)
+{
+    grader_add(s, "hang", hang, &T_HANG, 1, HANG_TIMEOUT_S);
+    SLOT_AFTER = grader_add(s, "after", after, &T_AFTER, 1, 30);
+    grader_add(s, "crash", crash, &T_CRASH, 1, 30);
+    SLOT_NAN = grader_add(s, "nan", nan_out, &T_NAN, 1, 30);
+    SLOT_INF = grader_add(s, "inf", inf_out, &T_INF, 1, 30);
+    SLOT_SKIP = grader_add(s, "skip", skip_out, &T_SKIP, 1, 30);
+    SLOT_PAST = grader_add(s, "past", past_end, &T_PAST, 1, 30);
+    SLOT_LAST = grader_add(s, "last", last, &T_LAST, 1, 30);
+}
+
+static void add_demo_killed(Suite *s)
+{
+    SLOT_AFTER = grader_add(s, "after", after, &T_AFTER, 1, 30);
+    grader_add(s, "kill", kill_grader, &T_KILL, 1, 30);
+    SLOT_LAST = grader_add(s, "last", last, &T_LAST, 1, 30);
+}
+
+/* ---- running a demo and keeping what it said ---------------------------------------------- */
+
+struct demo {
+    char out[64 * 1024];  /* stdout and stderr together */
+    char rows[16 * 1024]; /* its results file */
+    int status;           /* from waitpid */
+};
+static struct demo RUN, KILLED;
+
+/* Run this program with `mode` as a separate process, its results into a fresh file. */
+static void run_demo(const char *mode, struct demo *d)
+{
+    char tsv[] = "/tmp/isolation-XXXXXX";
+    int tfd = mkstemp(tsv);
+    int fds[2];
+    if (tfd < 0 || pipe(fds) != 0) {
+        perror("isolation");
+        exit(EXIT_FAILURE);
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        perror("fork");
+        exit(EXIT_FAILURE);
+    }
+    if (pid == 0) {
+        dup2(fds[1], STDOUT_FILENO);
+        dup2(fds[1], STDERR_FILENO);
+        close(fds[0]);
+        setenv("GRADE_TSV", tsv, 1);
+        setenv("GRADE_SIDE", "demo", 1);
+        unsetenv("GRADE_COUNTS"); /* its failures are on purpose: not make test's to count */
+        unsetenv("CK_RUN_CASE");
+        unsetenv("CK_FORK");
+        execl("/proc/self/exe", "isolation", mode, (char *)NULL);
+        perror("exec");
+        _exit(127);
+    }
+    close(fds[1]);
+    size_t got = 0;
+    ssize_t n;
+    while ((n = read(fds[0], d->out + got, sizeof d->out - 1 - got)) > 0)
+        got += (size_t)n;
+    d->out[got] = '\0';
+    close(fds[0]);
+    waitpid(pid, &d->status, 0);
+    n = pread(tfd, d->rows, sizeof d->rows - 1, 0);
+    d->rows[n > 0 ? n : 0] = '\0';
+    close(tfd);
+    unlink(tsv);
+}
+
+/* The line that starts with `prefix`, and what the demo printed under it up to its next
+ * test's line, as a string of its own; fails the test when there is none. */
+static const char *block_of(const struct demo *d, const char *prefix)
+{
+    static char block[8192];
+    const char *p = d->out;
+    size_t len = strlen(prefix);
+    while (p && strncmp(p, prefix, len) != 0) {
+        p = strchr(p, '\n');
+        p = p ? p + 1 : NULL;
+    }
+    ck_assert_msg(p != NULL, "the demo printed no line \"%s...\"; it printed:\n%s", prefix,
+                  d->out);
+    const char *end = strchr(p, '\n');
+    while (end && end[1] == ' ' && end[2] == ' ' && end[3] == ' ') /* continuation lines */
+        end = strchr(end + 1, '\n');
+    size_t n = end ? (size_t)(end - p) : strlen(p);
+    if (n >= sizeof block)
+        n = sizeof block - 1;
+    memcpy(block, p, n);
+    block[n] = '\0';
+    return block;
+}
+
+static const char *fail_block(const char *title)
+{
+    char prefix[256];
+    snprintf(prefix, sizeof prefix, "  FAIL  %s: ", title);
+    return block_of(&RUN, prefix);
+}
+
+#define ASSERT_HAS(text, what)                                                               \
+    ck_assert_msg(strstr((text), (what)) != NULL, "\"%s\" not in:\n%s", (what), (text))
+
+/* ---- the suite ---------------------------------------------------------------------------- */
+
+START_TEST(hang_is_one_failed_test)
+{
+    const char *b = fail_block(T_HANG);
+    ASSERT_HAS(b, "timeout");
+    ASSERT_HAS(b, "did not finish in time");
+}
+END_TEST
+
+START_TEST(next_test_still_runs)
+{
+    char prefix[256];
+    snprintf(prefix, sizeof prefix, "  PASS  %s", T_AFTER);
+    block_of(&RUN, prefix);
+    snprintf(prefix, sizeof prefix, "  PASS  %s", T_LAST);
+    block_of(&RUN, prefix);
+}
+END_TEST
+
+START_TEST(crash_shows_cuda_error)
+{
+    const char *b = fail_block(T_CRASH);
+    ASSERT_HAS(b, "it printed:");
+    ASSERT_HAS(b, "cudaErrorIllegalAddress");
+}
+END_TEST
+
+START_TEST(nan_fails)
+{
+    const char *b = fail_block(T_NAN);
+    ASSERT_HAS(b, "1 of 1000 wrong");
+    ASSERT_HAS(b, "[517]: got nan");
+}
+END_TEST
+
+START_TEST(inf_fails)
+{
+    const char *b = fail_block(T_INF);
+    ASSERT_HAS(b, "1 of 1000 wrong");
+    ASSERT_HAS(b, "[517]: got inf");
+}
+END_TEST
+
+START_TEST(unwritten_fails)
+{
+    const char *b = fail_block(T_SKIP);
+    ASSERT_HAS(b, "1 of 1000 wrong");
+    ASSERT_HAS(b, "[517]: got -nan"); /* the poison, all bits set */
+}
+END_TEST
+
+START_TEST(overrun_names_buffer)
+{
+    const char *b = fail_block(T_PAST);
+    ASSERT_HAS(b, "past the end of d_out");
+}
+END_TEST
+
+START_TEST(demo_verdict)
+{
+    ck_assert_msg(WIFEXITED(RUN.status) && WEXITSTATUS(RUN.status) == 1,
+                  "the demo grader should exit 1 (status 0x%x)", RUN.status);
+    block_of(&RUN, DEMO "  FAIL  2/8 passed on ");
+}
+END_TEST
+
+/* One row per test, in order, with its verdict and the seed, under the header. */
+START_TEST(rows_per_test)
+{
+    static const struct { const char *const *title; const char *verdict, *says; } want[] = {
+        { &T_HANG, "FAIL", "timeout" },          { &T_AFTER, "PASS", "" },
+        { &T_CRASH, "FAIL", "cudaErrorIllegalAddress" },
+        { &T_NAN, "FAIL", "got nan" },           { &T_INF, "FAIL", "got inf" },
+        { &T_SKIP, "FAIL", "got -nan" },         { &T_PAST, "FAIL", "d_out" },
+        { &T_LAST, "PASS", "" },
+    };
+    const char *p = RUN.rows;
+    ck_assert_msg(strncmp(p, "chapter\tbackend\tside\ttest\tverdict\tmessage\tseed\n", 46) == 0,
+                  "no header in the results:\n%s", RUN.rows);
+    p = strchr(p, '\n') + 1;
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        char head[256];
+        snprintf(head, sizeof head, DEMO "\t%s\tdemo\t%s\t%s\t", gpu_backend(), *want[i].title,
+                 want[i].verdict);
+        const char *end = strchr(p, '\n');
+        ck_assert_msg(end && strncmp(p, head, strlen(head)) == 0,
+                      "row %zu should start \"%s\"; the results are:\n%s", i + 1, head,
+                      RUN.rows);
+        char row[1024];
+        snprintf(row, sizeof row, "%.*s", (int)(end - p), p);
+        ASSERT_HAS(row, want[i].says);
+        p = end + 1;
+    }
+}
+END_TEST
+
+START_TEST(killed_grader_keeps_verdicts)
+{
+    ck_assert_msg(WIFSIGNALED(KILLED.status) && WTERMSIG(KILLED.status) == SIGKILL,
+                  "the demo grader should have been killed (status 0x%x); it printed:\n%s",
+                  KILLED.status, KILLED.out);
+    char prefix[256];
+    snprintf(prefix, sizeof prefix, "  PASS  %s", T_AFTER);
+    block_of(&KILLED, prefix);
+    snprintf(prefix, sizeof prefix, DEMO "\t%s\tdemo\t%s\tPASS\t", gpu_backend(), T_AFTER);
+    ASSERT_HAS(KILLED.rows, prefix);
+    ck_assert_msg(strstr(KILLED.rows, T_LAST) == NULL, "a test after the kill has a row:\n%s",
+                  KILLED.rows);
+}
+END_TEST
+
+static void add_suite(Suite *s)
+{
+    /* START_TEST makes each test a pointer variable, so the table is built here */
+    const struct { const char *title; const TTest *fn; } tests[] = {
+        { "a hanging kernel fails its own test by timeout", hang_is_one_failed_test },
+        { "the tests after the hang still run and pass", next_test_still_runs },
+        { "a crashing kernel fails its test with the CUDA error shown", crash_shows_cuda_error },
+        { "NaN in the output fails", nan_fails },
+        { "Inf in the output fails", inf_fails },
+        { "an unwritten element fails", unwritten_fails },
+        { "a store past the end fails, naming the buffer", overrun_names_buffer },
+        { "the demo grader's verdict: 2/8 passed, exit status 1", demo_verdict },
+        { "one row per test in the results file, in order", rows_per_test },
+        { "a grader killed half-way keeps its earlier verdicts", killed_grader_keeps_verdicts },
+    };
+    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
+        grader_add(s, "isolation", tests[i].fn, &tests[i].title, 1, 10);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 2 && (strcmp(argv[1], "--demo") == 0 || strcmp(argv[1], "--demo-killed") == 0)) {
+        grader_init(DEMO);
+        Suite *s = suite_create(DEMO);
+        (strcmp(argv[1], "--demo") == 0 ? add_demo : add_demo_killed)(s);
+        return grader_run(s);
+    }
+    if (argc != 1) {
+        fprintf(stderr, "usage: %s [--demo | --demo-killed]\n", argv[0]);
+        return 2;
+    }
+    run_demo("--demo", &RUN);
+    run_demo("--demo-killed", &KILLED);
+    grader_init("isolation");
+    Suite *s = suite_create("isolation");
+    add_suite(s);
+    int rc = grader_run(s);
+    if (rc != EXIT_SUCCESS)
+        printf("the demo printed:\n%s", RUN.out);
+    return rc;
+}
