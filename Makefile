@@ -287,6 +287,21 @@ build/emu-prof/$1/$2/profile_main.o: harness/emu/prof/profile_main.c chapters/$2
 endef
 $(foreach s,chapters solutions,$(foreach c,$(PROFILE_CHAPTERS),$(eval $(call profile_rule,$s,$c))))
 
+# The concept tests of chapters 02-04 (tests/concept.h): on the CPU backend the grader
+# build/emu/X/grade runs the profile driver build/emu-prof/X/profile --tsv yours, so each emu
+# grader of those chapters, and each of their known-bug kernels', gets its driver built first.
+CONCEPT_CHAPTERS := $(filter 02-% 03-% 04-%,$(PROFILE_CHAPTERS))
+$(foreach s,chapters solutions,$(foreach c,$(CONCEPT_CHAPTERS),\
+  $(eval build/emu/$s/$c/grade: | build/emu-prof/$s/$c/profile)))
+define profile_mutant_rule
+build/emu-prof/mutants/$1/profile: build/emu-prof/solutions/$2/profile_main.o build/emu-prof/build/mutants/$1/$(3:.cu=.o) $(patsubst %.cu,build/emu-prof/%.o,$(call backend_sources,emu,$(filter-out %/$3,$(call cu_sources,solutions,$2)))) $(EMU_PROF_LIB)
+	@mkdir -p $$(@D)
+	$(CXX) -o $$@ $$(filter %.o,$$^) $(EMU_PROF_LIB) $(EMU_LDLIBS)
+build/emu/mutants/$1/grade: | build/emu-prof/mutants/$1/profile
+endef
+$(foreach m,$(filter $(addsuffix /%,$(CONCEPT_CHAPTERS)),$(MUTANTS)),\
+  $(eval $(call profile_mutant_rule,$m,$(call mutant_chapter,$m),$(call mutant_file,$m))))
+
 .PHONY: profile
 profile:
 	@CHAPTERS="$(CHAPTERS)" PROFILE_CHAPTERS="$(PROFILE_CHAPTERS)" SIDE="$(SIDE)" \

@@ -10,12 +10,14 @@
  * Bandwidth is counted as a transpose must move it: rows * cols floats read and as many
  * written, 2 * rows * cols * 4 bytes, whatever the kernel really moved.
  */
+#define _POSIX_C_SOURCE 200809L /* popen, readlink: tests/concept.h */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "grade.h"
 #include "transpose.h"
+#include "concept.h"
 
 #define CHAPTER "02-coalesced-transpose"
 #define NEEDS_OF_COPY 0.70
@@ -36,7 +38,7 @@ static const struct shape CPU_SHAPES[] = {
 };
 #define NSHAPES ((int)(sizeof GPU_SHAPES / sizeof GPU_SHAPES[0]))
 
-static int CORRECT, SPEED;
+static int CORRECT, SPEED, COALESCED;
 
 static const struct shape *shapes(void)
 {
@@ -236,7 +238,42 @@ END_TEST
  * counters (and Nsight Compute where it runs): global sectors per request of transpose's loads
  * and stores (4 for a warp's 32 floats, where the naive store needs 32), and shared-memory
  * wavefronts per request of its tile reads (1, where the unpadded tile's column read needs 32).
- * Add them with grader_add beside `correct` in main(). */
+ * Add them with grader_add beside `correct` in main().
+ *
+ * coalesced (CPU backend): transpose() once at 256x256 in the instrumented build
+ * (tests/concept.h); its global loads and its global stores must each need at most
+ * CONCEPT_MAX_SECTORS 32-byte sectors per warp request. A warp's 32 consecutive floats are 128
+ * bytes, 4 sectors: the padded solution measures 4.00 and 4.00; transpose_naive's column-wise
+ * store touches one sector per lane, 32.00. The margin over 4 is for a tile whose edge warps
+ * are partial or whose rows do not start on a 32-byte boundary (5 sectors for some requests);
+ * anything that is not coalesced is far above it (8 for a stride of 2 floats, 32 for a column).
+ * It is counted per request of 4-byte loads: a float4 kernel's 16 sectors per request are
+ * coalesced too, but this chapter's transpose moves floats. */
+#define CONCEPT_MAX_SECTORS 4.5
+
+START_TEST(coalesced)
+{
+    int slot = COALESCED;
+    struct concept_row r;
+    char why[512];
+    if (concept_profile("yours", &r, why, sizeof why) != 0)
+        ck_abort_msg("%s", why);
+    if (r.gld_requests == 0 || r.gst_requests == 0)
+        ck_abort_msg("transpose at 256x256 made %llu global load and %llu global store requests: "
+                     "it moved nothing", r.gld_requests, r.gst_requests);
+    int loads_ok = r.gld_spr <= CONCEPT_MAX_SECTORS, stores_ok = r.gst_spr <= CONCEPT_MAX_SECTORS;
+    if (!loads_ok || !stores_ok) {
+        grade_hint(slot, "a warp's 32 lanes should touch 32 consecutive floats (4 sectors) in "
+                         "each request: read a tile's rows into shared memory, then write the "
+                         "tile's transposed rows, so that threadIdx.x walks along a row both ways");
+        ck_abort_msg("not coalesced: %.2f sectors per global load request, %.2f per store "
+                     "request (at most %.1f each; the naive transpose's stores need 32)",
+                     r.gld_spr, r.gst_spr, CONCEPT_MAX_SECTORS);
+    }
+    grade_note(slot, "%.2f sectors per load request, %.2f per store request (at most %.1f)",
+               r.gld_spr, r.gst_spr, CONCEPT_MAX_SECTORS);
+}
+END_TEST
 
 /* ---- speed ------------------------------------------------------------------------------ */
 
@@ -372,7 +409,15 @@ static void add_tests(Suite *s)
         t[i] = titles[i];
     }
     CORRECT = grader_add(s, "correct", correct, t, NSHAPES, 120);
-    /* concept tests: registered here (see "concept tests" above) */
+    /* concept tests: registered here (see "concept tests" above); CPU backend only: on a GPU
+     * the counters need Nsight Compute, which is to come */
+    if (concept_here()) {
+        static const char *title[] = { "coalesced: sectors per global load and store request" };
+        COALESCED = grader_add(s, "coalesced", coalesced, title, 1, 60);
+    } else {
+        grader_skip("coalesced", "counted on the CPU backend only (make grade BACKEND=emu); on "
+                                 "a GPU this needs Nsight Compute, which is to come");
+    }
     SPEED = grader_add_timed(s, "bandwidth", speed, "bandwidth at 8192x8192", 120);
 }
 

@@ -15,12 +15,14 @@
  * of magnitude below what any wrong mapping produces (path A's output is about 450 x, path
  * B's about 0.55 x + 0.18, and two neighbouring inputs differ by about 0.5).
  */
+#define _POSIX_C_SOURCE 200809L /* popen, readlink: tests/concept.h */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "divergence.h"
 #include "grade.h"
+#include "concept.h"
 
 #define CHAPTER "03-warp-divergence"
 #define NEEDS_SPEEDUP 1.6
@@ -35,7 +37,7 @@ static const int GPU_SIZES[] = { 1, 2, 31, 33, 97, 4099, 1000003 };
 static const int CPU_SIZES[] = { 1, 2, 31, 33, 97, 4099, 100003 };
 #define NSIZES ((int)(sizeof GPU_SIZES / sizeof GPU_SIZES[0]))
 
-static int CORRECT, SPEED;
+static int CORRECT, SPEED, UNIFORM;
 
 static const int *sizes(void)
 {
@@ -309,6 +311,37 @@ END_TEST
 
 static const int BENCH_SIZES[] = { 1 << 22, 1 << 24 };
 
+/* ---- concept test (CPU backend): warp-uniform branches -----------------------------------
+ * process() once on n = 16384 (512 full warps) in the instrumented build (tests/concept.h):
+ * the emulator counts a branch as divergent when the lanes of one warp take both ways.
+ * process_divergent measures 1.000 per warp (every warp splits on the parity of i); the
+ * remapped solution 0.000. The bound leaves room for a few split warps (1 in 20), none for a
+ * kernel that splits every warp, or every other one. */
+#define CONCEPT_MAX_DIVERGENT 0.05
+
+START_TEST(uniform)
+{
+    int slot = UNIFORM;
+    struct concept_row r;
+    char why[512];
+    if (concept_profile("yours", &r, why, sizeof why) != 0)
+        ck_abort_msg("%s", why);
+    if (r.warps == 0 || r.gld_requests == 0)
+        ck_abort_msg("process at n = 16384 launched %llu warps that made %llu global load "
+                     "requests: it read nothing", r.warps, r.gld_requests);
+    if (!(r.div_per_warp < CONCEPT_MAX_DIVERGENT)) {
+        grade_hint(slot, "the path should depend on something all 32 lanes of a warp share: "
+                         "map the warp's lanes to elements of one parity (the warp index picks "
+                         "the path), rather than branching on each lane's own i");
+        ck_abort_msg("%.3f divergent branches per warp (%llu in %llu warps; under %.2f wanted; "
+                     "process_divergent has 1.000)", r.div_per_warp, r.divergent_branches,
+                     r.warps, CONCEPT_MAX_DIVERGENT);
+    }
+    grade_note(slot, "%.3f divergent branches per warp (%llu in %llu warps; under %.2f)",
+               r.div_per_warp, r.divergent_branches, r.warps, CONCEPT_MAX_DIVERGENT);
+}
+END_TEST
+
 static int cmp_float(const void *a, const void *b)
 {
     float x = *(const float *)a, y = *(const float *)b;
@@ -414,8 +447,15 @@ static void add_tests(Suite *s)
     /* Concept tests, CPU backend (the profiling issue registers them here): divergent
      * branches per warp, counted by the emulator over process(): the remapped kernel must
      * show no branch that splits a full warp (only the last pair of warps, past n, may have
-     * lanes that left), where process_divergent splits every warp at every path. Until then
-     * the CPU backend grades correctness only. */
+     * lanes that left), where process_divergent splits every warp at every path (the test
+     * `uniform` above, through tests/concept.h). */
+    if (concept_here()) {
+        static const char *title[] = { "warp-uniform: no divergent branch in process()" };
+        UNIFORM = grader_add(s, "uniform", uniform, title, 1, 60);
+    } else {
+        grader_skip("uniform", "counted on the CPU backend only (make grade BACKEND=emu); on "
+                               "a GPU this needs Nsight Compute, which is to come");
+    }
 }
 
 int main(int argc, char **argv)

@@ -26,6 +26,7 @@
  *   one row per (shape, configuration) measured; best = 1 on the fastest configuration of
  *   each shape, 0 elsewhere. matmul_tuned reads the best = 1 rows of its own device.
  */
+#define _POSIX_C_SOURCE 200809L /* popen, readlink: tests/concept.h */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,7 @@
 #include "blas.h"
 #include "grade.h"
 #include "tiled.h"
+#include "concept.h"
 
 #define CHAPTER "04-shared-memory-tiling"
 #define NEEDS_SPEEDUP 1.3
@@ -70,7 +72,7 @@ static const struct shape BENCH_SHAPES[] = {
 };
 #define NBENCH ((int)(sizeof BENCH_SHAPES / sizeof BENCH_SHAPES[0]))
 
-static int CORRECT, RUNGS, CONFIGS, SPEED;
+static int CORRECT, RUNGS, CONFIGS, SPEED, COALESCED;
 /* the configurations that fit this device, in TILED_CONFIGS order (set before the forks) */
 static int CONFIG_OF[GRADE_MAX_TESTS];
 
@@ -304,7 +306,49 @@ END_TEST
  * counters (and Nsight Compute where it runs): global loads per FMA of matmul_tiled (1/16
  * where the naive kernel needs 2), shared-memory wavefronts per request of its tile reads (1:
  * s_a's read is a broadcast, s_b's spans 32 banks), and no divergent barrier. Add them with
- * grader_add beside `correct` in main(). */
+ * grader_add beside `correct` in main().
+ *
+ * coalesced-reuse (CPU backend): matmul_tiled() once at 128x128x128 in the instrumented build
+ * (tests/concept.h). Its global loads (the A and B tiles) must need at most
+ * CONCEPT_MAX_SECTORS 32-byte sectors per warp request: 32 consecutive floats are 4 sectors,
+ * the solution measures 4.00; the margin is for partial or unaligned edge tiles. And a tile
+ * must be reused: global load requests times 32 lanes per FMA at most CONCEPT_MAX_LOADS_PER_FMA,
+ * 2 / TILE for a tiled kernel (0.0625 for the solution's 32), 2 for the naive kernel, whose
+ * loads average 2.50 sectors per request (A's row is a broadcast, B's is coalesced) and so
+ * would pass the first bound alone. 0.25 asks for tiles of at least 8. Counted per request of
+ * 4-byte loads: a float4 kernel's 16 sectors per request are coalesced too, but this rung
+ * loads floats. */
+#define CONCEPT_MAX_SECTORS 4.5
+#define CONCEPT_MAX_LOADS_PER_FMA 0.25
+
+START_TEST(coalesced)
+{
+    int slot = COALESCED;
+    struct concept_row r;
+    char why[512];
+    if (concept_profile("yours", &r, why, sizeof why) != 0)
+        ck_abort_msg("%s", why);
+    if (r.gld_requests == 0 || r.work <= 0)
+        ck_abort_msg("matmul_tiled at 128x128x128 made %llu global load requests: it read "
+                     "nothing", r.gld_requests);
+    double per_fma = (double)r.gld_requests * 32.0 / r.work;
+    if (!(r.gld_spr <= CONCEPT_MAX_SECTORS)) {
+        grade_hint(slot, "threadIdx.x should walk along a row of A and of B when a tile is "
+                         "loaded, so that a warp's 32 loads are 32 consecutive floats");
+        ck_abort_msg("tile loads not coalesced: %.2f sectors per global load request (at most "
+                     "%.1f)", r.gld_spr, CONCEPT_MAX_SECTORS);
+    }
+    if (!(per_fma <= CONCEPT_MAX_LOADS_PER_FMA)) {
+        grade_hint(slot, "each thread should read its operands from shared memory tiles, each "
+                         "element of A and B loaded from global memory once per tile, not once "
+                         "per FMA");
+        ck_abort_msg("no tile reuse: %.4f global loads per FMA (at most %.2f; the naive kernel "
+                     "needs 2, a 32-wide tile 0.0625)", per_fma, CONCEPT_MAX_LOADS_PER_FMA);
+    }
+    grade_note(slot, "%.2f sectors per load request (at most %.1f), %.4f loads per FMA (at "
+               "most %.2f)", r.gld_spr, CONCEPT_MAX_SECTORS, per_fma, CONCEPT_MAX_LOADS_PER_FMA);
+}
+END_TEST
 
 /* ---- speed ------------------------------------------------------------------------------ */
 
@@ -613,7 +657,15 @@ int main(int argc, char **argv)
     if (ncfg)
         CONFIGS = grader_add(s, "configs", configs, ct, ncfg, 120);
 
-    /* concept tests: registered here (see "concept tests" above) */
+    /* concept tests: registered here (see "concept tests" above); CPU backend only: on a GPU
+     * the counters need Nsight Compute, which is to come */
+    if (concept_here()) {
+        static const char *title[] = { "coalesced tile loads, each reused across a tile" };
+        COALESCED = grader_add(s, "coalesced", coalesced, title, 1, 60);
+    } else {
+        grader_skip("coalesced", "counted on the CPU backend only (make grade BACKEND=emu); on "
+                                 "a GPU this needs Nsight Compute, which is to come");
+    }
     if (gpu_times_are_real()) {
         static const char *speed_title[] = { "speed at 2048x2048x2048" };
         SPEED = grader_add(s, "speed", speed, speed_title, 1, 120);

@@ -25,6 +25,10 @@ void emu_profile_record(int on);
 void emu_profile_print(int on);
 /* The totals of the last recorded launch that completed; 0 if there is none. */
 int emu_profile_last(struct emu_profile_totals *t);
+/* The totals of every recorded launch that completed since emu_profile_reset() (or the
+ * start), summed into *t; returns how many launches that is. */
+int emu_profile_sum(struct emu_profile_totals *t);
+void emu_profile_reset(void);
 
 #ifdef __cplusplus
 }

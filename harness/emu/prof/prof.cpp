@@ -104,6 +104,8 @@ std::map<uintptr_t, uint64_t> g_div;
 uint64_t g_div_total;
 emu_profile_totals g_last;
 bool g_have_last;
+emu_profile_totals g_sum;        /* emu_profile_sum(): every launch since emu_profile_reset() */
+int g_nsum;
 
 /* where things are */
 bool g_layout;
@@ -619,6 +621,13 @@ void report(const void *kernel, const Cfg &c)
     t.divergent_branches = g_div_total;
     g_last = t;
     g_have_last = true;
+    g_sum.warps += t.warps;
+    g_sum.gld_requests += t.gld_requests, g_sum.gld_sectors += t.gld_sectors;
+    g_sum.gst_requests += t.gst_requests, g_sum.gst_sectors += t.gst_sectors;
+    g_sum.shld_requests += t.shld_requests, g_sum.shld_wavefronts += t.shld_wavefronts;
+    g_sum.shst_requests += t.shst_requests, g_sum.shst_wavefronts += t.shst_wavefronts;
+    g_sum.divergent_branches += t.divergent_branches;
+    ++g_nsum;
     if (!printing())
         return;
     /* per source line */
@@ -775,6 +784,16 @@ int emu_profile_last(struct emu_profile_totals *t)
         return 0;
     *t = emu::g_last;
     return 1;
+}
+int emu_profile_sum(struct emu_profile_totals *t)
+{
+    *t = emu::g_sum;
+    return emu::g_nsum;
+}
+void emu_profile_reset(void)
+{
+    emu::g_sum = emu_profile_totals{};
+    emu::g_nsum = 0;
 }
 
 /* ---- ThreadSanitizer's instrumentation ABI (GCC -fsanitize=thread). We are its runtime:
