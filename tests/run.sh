@@ -9,6 +9,8 @@
 #   5. both directions, on the CPU backend and on a GPU when one answers: each solution passes
 #      its grader, each starter fails it, and each known-bug kernel (tests/mutants/) fails it,
 #      with the symptom its patch's `Symptom:` line names (an extended regex) when it has one
+#      (`Symptom-cuda:` where a GPU shows it otherwise: a concept test on the CPU backend, the
+#      speed test on a GPU)
 #   6. isolation (tests/isolation.c): a hanging, a crashing, a NaN-, Inf- and unwritten-output,
 #      and an overrunning kernel each fail one test of a demo grader, which goes on and keeps
 #      its results file row by row; on the CPU backend, and on a GPU when one answers
@@ -78,7 +80,9 @@ directions() {
         [[ -x $g ]] || continue
         m=${g#build/$b/mutants/}; m=${m%/grade}
         out=$($g 2>&1); rc=$?
-        symptom=$(sed -n 's/^Symptom: //p' "tests/mutants/$m.patch" | head -n 1)
+        # the symptom this backend must show: "Symptom-cuda:" where it differs, else "Symptom:"
+        symptom=$(sed -n "s/^Symptom-$b: //p" "tests/mutants/$m.patch" | head -n 1)
+        [[ -n $symptom ]] || symptom=$(sed -n 's/^Symptom: //p' "tests/mutants/$m.patch" | head -n 1)
         if [[ $rc -eq 1 && -n $symptom ]] && grep -q '^  FAIL  ' <<<"$out" &&
             ! grep -Eq -- "$symptom" <<<"$out"; then
             echo "$out"; echo "FAIL  mutant $m fails, but not with its symptom /$symptom/ ($b)"
