@@ -10,6 +10,16 @@
 #include <sys/stat.h>
 #include <time.h>
 
+void *xmalloc(size_t bytes)
+{
+    void *p = malloc(bytes);
+    if (!p) {
+        fprintf(stderr, "out of host memory: %zu bytes\n", bytes);
+        exit(EXIT_FAILURE);
+    }
+    return p;
+}
+
 /* ---- seed and random numbers ------------------------------------------------------------ */
 
 uint64_t harness_seed(void)

@@ -22,6 +22,10 @@
 extern "C" {
 #endif
 
+/* malloc that exits with a message instead of returning NULL: graders have no use for a
+ * half-built problem. */
+void *xmalloc(size_t bytes);
+
 /* ---- seed and random numbers ------------------------------------------------------------ */
 
 /* The run's seed: SEED from the environment when set (decimal or 0x hex; anything else is an

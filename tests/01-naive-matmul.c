@@ -38,16 +38,6 @@ static const struct shape *shapes(void)
     return gpu_times_are_real() ? GPU_SHAPES : CPU_SHAPES;
 }
 
-static void *xmalloc(size_t bytes)
-{
-    void *p = malloc(bytes);
-    if (!p) {
-        perror("malloc");
-        exit(EXIT_FAILURE);
-    }
-    return p;
-}
-
 /* Host and device buffers of one problem, with its reference. */
 struct problem {
     struct shape s;

@@ -44,16 +44,6 @@ static const int *sizes(void)
     return gpu_times_are_real() ? GPU_SIZES : CPU_SIZES;
 }
 
-static void *xmalloc(size_t bytes)
-{
-    void *p = malloc(bytes);
-    if (!p) {
-        perror("malloc");
-        exit(EXIT_FAILURE);
-    }
-    return p;
-}
-
 /* ---- references ------------------------------------------------------------------------- */
 
 /* What element i of each kind of rung must hold, from input x. */

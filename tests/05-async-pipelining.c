@@ -59,16 +59,6 @@ static const struct shape *shapes(void)
     return gpu_times_are_real() ? GPU_SHAPES : CPU_SHAPES;
 }
 
-static void *xmalloc(size_t bytes)
-{
-    void *p = malloc(bytes);
-    if (!p) {
-        perror("malloc");
-        exit(EXIT_FAILURE);
-    }
-    return p;
-}
-
 /* ---- bf16 on the host ------------------------------------------------------------------- */
 
 /* Round to the nearest bf16, ties to even (what __float2bfloat16 does); inputs are finite. */

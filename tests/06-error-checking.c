@@ -43,16 +43,6 @@ static int big_n(void)
     return gpu_times_are_real() ? GPU_BIG_N : CPU_BIG_N;
 }
 
-static void *xmalloc(size_t bytes)
-{
-    void *p = malloc(bytes);
-    if (!p) {
-        perror("malloc");
-        exit(EXIT_FAILURE);
-    }
-    return p;
-}
-
 static const char *err_name(cudaError_t e)
 {
     return e == cudaErrorNotYetImplemented ? "cudaErrorNotYetImplemented" : cudaGetErrorName(e);

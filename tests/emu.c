@@ -16,6 +16,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "capture.h"
 #include "emu_kernels.h"
 
 static const char *const SCHEDULES[] = {"inorder", "reverse", "shuffle:1", "shuffle:987654321"};
@@ -35,32 +36,6 @@ static const char *const SCHEDULES[] = {"inorder", "reverse", "shuffle:1", "shuf
     } while (0)
 
 /* Runs fn in a child with stderr captured into out; returns the child's wait status. */
-static int run_captured(void (*fn)(void), char *out, size_t out_len)
-{
-    int fds[2];
-    ck_assert_int_eq(pipe(fds), 0);
-    fflush(NULL);
-    pid_t pid = fork();
-    ck_assert_int_ne(pid, -1);
-    if (pid == 0) {
-        dup2(fds[1], 2);
-        close(fds[0]);
-        fn();
-        fflush(NULL);
-        _exit(0);
-    }
-    close(fds[1]);
-    size_t got = 0;
-    ssize_t r;
-    while (got + 1 < out_len && (r = read(fds[0], out + got, out_len - 1 - got)) > 0)
-        got += (size_t)r;
-    out[got] = 0;
-    close(fds[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    return status;
-}
-
 static int is_schedule_inorder(void)
 {
     const char *s = getenv("EMU_SCHEDULE");

@@ -13,6 +13,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "capture.h"
 #include "emu_profile.h"
 #include "emu_profile_kernels.h"
 
@@ -152,32 +153,6 @@ START_TEST(recording_can_be_switched_off)
 END_TEST
 
 /* Runs fn in a child with stderr captured into out; returns the child's exit status. */
-static int run_captured(void (*fn)(void), char *out, size_t out_len)
-{
-    int fds[2];
-    ck_assert_int_eq(pipe(fds), 0);
-    fflush(NULL);
-    pid_t pid = fork();
-    ck_assert_int_ne(pid, -1);
-    if (pid == 0) {
-        dup2(fds[1], 2);
-        close(fds[0]);
-        fn();
-        fflush(NULL);
-        _exit(0);
-    }
-    close(fds[1]);
-    size_t got = 0;
-    ssize_t r;
-    while (got + 1 < out_len && (r = read(fds[0], out + got, out_len - 1 - got)) > 0)
-        got += (size_t)r;
-    out[got] = 0;
-    close(fds[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-}
-
 static void read_before(void)
 {
     float *in = device_floats(64), *out = device_floats(64);
@@ -188,7 +163,8 @@ static void read_before(void)
 START_TEST(a_read_before_an_allocation_is_caught_with_thread_and_line)
 {
     char err[4096];
-    ck_assert_int_eq(run_captured(read_before, err, sizeof err), 0);
+    int status = run_captured(read_before, err, sizeof err);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s", err);
     ck_assert_msg(strstr(err, "read_before_kernel") && strstr(err, "thread (0,0,0)") &&
                       strstr(err, "illegal read") && strstr(err, "emu_profile_kernels.cu:"),
                   "report: %s", err);
@@ -205,7 +181,8 @@ static void shared_overrun(void)
 START_TEST(a_shared_overrun_is_caught_with_thread_and_line)
 {
     char err[4096];
-    ck_assert_int_eq(run_captured(shared_overrun, err, sizeof err), 0);
+    int status = run_captured(shared_overrun, err, sizeof err);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s", err);
     ck_assert_msg(strstr(err, "shared_overrun_kernel") && strstr(err, "thread (1,0,0)") &&
                       strstr(err, "shared memory") && strstr(err, "emu_profile_kernels.cu:"),
                   "report: %s", err);

@@ -64,7 +64,7 @@ $(EMU_BUILD)/%.o: %.cu $(EMU_REWRITE) $(EMU_HEADERS) $(EMU_DIR)/emu.mk
 EMU_TEST_BIN := $(EMU_BUILD)/tests/emu
 EMU_CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 
-$(EMU_BUILD)/tests/emu.o: tests/emu.c tests/emu_kernels.h $(EMU_HEADERS)
+$(EMU_BUILD)/tests/emu.o: tests/emu.c tests/capture.h tests/emu_kernels.h $(EMU_HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O2 -g -Wall -Wextra -Werror $(EMU_CPPFLAGS) $(EMU_CHECK_CFLAGS) -c $< -o $@
 
@@ -124,7 +124,7 @@ $(EMU_PROF_BUILD)/%.o: %.cu $(EMU_REWRITE) $(EMU_HEADERS) $(EMU_DIR)/emu.mk
 # known, built instrumented; a Check suite in C asks the runtime for each launch's totals.
 EMU_PROF_TEST_BIN := $(EMU_PROF_BUILD)/tests/emu_profile
 
-$(EMU_PROF_BUILD)/tests/emu_profile.o: tests/emu_profile.c tests/emu_profile_kernels.h $(EMU_HEADERS)
+$(EMU_PROF_BUILD)/tests/emu_profile.o: tests/emu_profile.c tests/capture.h tests/emu_profile_kernels.h $(EMU_HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O2 -g -Wall -Wextra -Werror $(EMU_CPPFLAGS) $(EMU_CHECK_CFLAGS) -c $< -o $@
 
