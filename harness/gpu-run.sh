@@ -2,13 +2,21 @@
 # gpu-run.sh OUTDIR: on a machine with a GPU, run what `make gpu-build` built, without
 # rebuilding (the machine needs no Check, gnuplot or network): the probe, the harness tests,
 # every solution's grader (must pass), every starter's grader (must fail), every solution's
-# bench, the tuning of chapters that tune, and every known-bug kernel's grader (must fail).
+# bench, the tuning of chapters that tune, every known-bug kernel's grader (must fail), and with
+# SANITIZE=1 every solution's grader under compute-sanitizer.
 #
 # Everything goes to OUTDIR as it happens: one log (run.log) and one table per bench or
 # tuning run, so that a run cut short keeps what it finished. Each step has a time limit.
 #   CHAPTERS="02-... 04-..."   only these chapters (default: every one built)
 #   SKIP_BENCH=1, SKIP_MUTANTS=1, SKIP_STARTERS=1   leave those steps out
+#   SANITIZE=1                 also the sanitizer record (harness/sanitize.sh --record): each
+#                              solution's grader, in quick mode, under compute-sanitizer's
+#                              memcheck, racecheck, synccheck and initcheck, one step each, rows
+#                              into OUTDIR/sanitize.tsv (commit it as plots/data/h200/sanitize.tsv)
+#                              and logs under OUTDIR/sanitize/; then the canary, a known-bug kernel
+#                              memcheck must catch (01's no-bounds-check). SANITIZE=only: only that
 #   STEP_TIMEOUT=300           seconds for one step
+#   PROBE=build/cuda/probe     the device check (a dry run without a GPU gives a stand-in)
 set -uo pipefail
 out=${1:?usage: harness/gpu-run.sh OUTDIR}
 mkdir -p "$out"
@@ -26,32 +34,52 @@ step() { # step TITLE COMMAND...: run with a time limit, output into the log
     return $rc
 }
 
-{ build/cuda/probe || { echo "no GPU answered"; exit 1; }
+sanitize=${SANITIZE:-0}
+{ ${PROBE:-build/cuda/probe} || { echo "no GPU answered"; exit 1; }
   nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv 2>&1
   date -u +%Y-%m-%dT%H:%MZ; } | tee -a "$log"
 
-[[ -x build/cuda/tests/harness ]] && step "harness tests" build/cuda/tests/harness
-[[ -x build/cuda/tests/isolation ]] && step "isolation: a hang, a crash, NaN, Inf, an unwritten element, an overrun" build/cuda/tests/isolation
-
 chapters=${CHAPTERS:-$(for d in build/cuda/solutions/*/; do basename "$d"; done)}
-for c in $chapters; do
-    step "$c solution" build/cuda/solutions/$c/grade
-    [[ ${SKIP_STARTERS:-0} == 1 ]] || step "$c starter (must fail)" build/cuda/chapters/$c/grade
-    if [[ ${SKIP_BENCH:-0} != 1 ]]; then
-        step "$c bench" build/cuda/solutions/$c/grade --bench "$out/$c.tsv"
-        if grep -q -- '"--tune"' "tests/$c.c"; then
-            step "$c tune" build/cuda/solutions/$c/grade --tune "$out/$c-tune.tsv"
-        fi
-    fi
-done
-if [[ ${SKIP_MUTANTS:-0} != 1 ]]; then
+if [[ $sanitize != only ]]; then
+    [[ -x build/cuda/tests/harness ]] && step "harness tests" build/cuda/tests/harness
+    [[ -x build/cuda/tests/isolation ]] && step "isolation: a hang, a crash, NaN, Inf, an unwritten element, an overrun" build/cuda/tests/isolation
+
     for c in $chapters; do
-        for g in build/cuda/mutants/$c/*/grade; do
-            [[ -x $g ]] || continue
-            m=${g#build/cuda/mutants/}; m=${m%/grade}
-            step "mutant $m (must fail)" "$g"
+        step "$c solution" build/cuda/solutions/$c/grade
+        [[ ${SKIP_STARTERS:-0} == 1 ]] || step "$c starter (must fail)" build/cuda/chapters/$c/grade
+        if [[ ${SKIP_BENCH:-0} != 1 ]]; then
+            step "$c bench" build/cuda/solutions/$c/grade --bench "$out/$c.tsv"
+            if grep -q -- '"--tune"' "tests/$c.c"; then
+                step "$c tune" build/cuda/solutions/$c/grade --tune "$out/$c-tune.tsv"
+            fi
+        fi
+    done
+    if [[ ${SKIP_MUTANTS:-0} != 1 ]]; then
+        for c in $chapters; do
+            for g in build/cuda/mutants/$c/*/grade; do
+                [[ -x $g ]] || continue
+                m=${g#build/cuda/mutants/}; m=${m%/grade}
+                step "mutant $m (must fail)" "$g"
+            done
+        done
+    fi
+fi
+
+# the sanitizer record: one step per chapter and tool, each row on disk as its step ends; the
+# tool's own time limit leaves the step time to write its row
+if [[ $sanitize == 1 || $sanitize == only ]]; then
+    inner=$((limit > 60 ? limit - 20 : limit))
+    sanitize_env=(env SANITIZE_PREBUILT=1 BACKEND=cuda SIDE=solutions SANITIZE_OUT="$out/sanitize"
+                  SANITIZE_TIMEOUT="$inner")
+    for c in $chapters; do
+        for tool in memcheck racecheck synccheck initcheck; do
+            step "$c sanitize $tool" "${sanitize_env[@]}" CHAPTERS="$c" TOOLS="$tool" MUTANT= \
+                harness/sanitize.sh --record "$out/sanitize.tsv"
         done
     done
+    step "sanitize canary: memcheck must catch 01-naive-matmul's no-bounds-check" \
+        "${sanitize_env[@]}" CHAPTERS=01-naive-matmul TOOLS=memcheck MUTANT=no-bounds-check \
+        harness/sanitize.sh --record "$out/sanitize.tsv"
 fi
 echo
 printf '%s\n' "${summary[@]}"

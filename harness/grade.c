@@ -10,10 +10,12 @@
 #include <sys/wait.h>
 #include <fcntl.h>
 #include <unistd.h>
+#include <cuda_runtime_api.h> /* cudaDeviceReset, under a sanitizer */
 
 struct slot {
     char note[GRADE_TEXT];
     char hint[GRADE_TEXT];
+    char skipped[GRADE_TEXT]; /* why, when the test skipped itself (grade_quick_skip) */
 };
 
 /* Shared between the parent and every forked test: made before the first fork. */
@@ -38,7 +40,7 @@ static char tcases[GRADE_MAX_TESTS][64];
  * one at a time and report each as soon as it ends (Check keeps the name's pointer) */
 static char tcnames[GRADE_MAX_TESTS][80];
 static int ntests;
-static char skips[8][GRADE_TEXT];
+static char skips[16][GRADE_TEXT];
 static int nskips;
 
 static int tty(void)
@@ -47,6 +49,49 @@ static int tty(void)
     if (v < 0)
         v = isatty(STDOUT_FILENO);
     return v;
+}
+
+/* ---- quick mode and sanitizers (grade.h) ---------------------------------------------------- */
+
+static int env_flag(const char *name)
+{
+    const char *v = getenv(name);
+    return v && (!strcmp(v, "1") || !strcmp(v, "yes") || !strcmp(v, "true"));
+}
+
+int grade_quick(void)
+{
+    return env_flag("GRADE_QUICK");
+}
+
+int grade_sanitizing(void)
+{
+    return env_flag("GRADE_SANITIZE");
+}
+
+/* GRADE_QUICK_WORK, or 1e8; exits on a malformed value before anything runs */
+static double quick_cap(void)
+{
+    const char *v = getenv("GRADE_QUICK_WORK");
+    if (!v || !*v)
+        return 1e8;
+    char *end;
+    double cap = strtod(v, &end);
+    if (*end || !(cap > 0)) {
+        fprintf(stderr, "GRADE_QUICK_WORK=%s: not a positive number (the most work a shape may "
+                        "do in quick mode, say 1e8)\n", v);
+        exit(2);
+    }
+    return cap;
+}
+
+int grade_quick_skip(int slot, double work, const char *unit)
+{
+    if (!grade_quick() || work <= quick_cap())
+        return 0;
+    snprintf(sh->slots[slot].skipped, GRADE_TEXT, "quick mode (GRADE_QUICK=1): %.3g %s, over "
+             "the cap of %.3g (GRADE_QUICK_WORK)", work, unit, quick_cap());
+    return 1;
 }
 
 void grader_init(const char *chapter)
@@ -88,6 +133,12 @@ void grader_init(const char *chapter)
     }
     printf("%s  [%s: %s]  seed %llu\n", chapter, sh->device.backend, sh->device.name,
                (unsigned long long)seed);
+    if (grade_quick())
+        printf("  quick mode (GRADE_QUICK=1): no timed tests, and no shape over %.3g units of "
+               "work (GRADE_QUICK_WORK); the edge shapes stay\n", quick_cap());
+    if (grade_sanitizing())
+        printf("  under a sanitizer (GRADE_SANITIZE=1): tests that make errors on purpose are "
+               "left out; each passing test resets the device, for the leak check\n");
     fflush(stdout);
 }
 
@@ -108,6 +159,14 @@ static void child_setup(void)
     dup2(fd, STDERR_FILENO);
 }
 
+/* Its pair, after a test that returned: under a sanitizer, destroy the context, so that
+ * memcheck's leak check (run when a context is destroyed) sees what the test left allocated. */
+static void child_teardown(void)
+{
+    if (grade_sanitizing())
+        cudaDeviceReset();
+}
+
 int grader_add(Suite *s, const char *tcase, const TTest *fn, const char *const *t, int n,
                double timeout_s)
 {
@@ -122,7 +181,7 @@ int grader_add(Suite *s, const char *tcase, const TTest *fn, const char *const *
         snprintf(tcnames[ntests], sizeof tcnames[ntests], "%s#%d", tcase, ntests);
         TCase *tc = tcase_create(tcnames[ntests]);
         tcase_set_timeout(tc, timeout_s);
-        tcase_add_checked_fixture(tc, child_setup, NULL);
+        tcase_add_checked_fixture(tc, child_setup, child_teardown);
         tcase_add_loop_test(tc, fn, i, i + 1); /* _i = i, as one loop over 0..n-1 gives */
         suite_add_tcase(s, tc);
     }
@@ -131,7 +190,7 @@ int grader_add(Suite *s, const char *tcase, const TTest *fn, const char *const *
 
 void grader_skip(const char *title, const char *why)
 {
-    if (nskips < 8)
+    if (nskips < (int)(sizeof skips / sizeof skips[0]))
         snprintf(skips[nskips++], GRADE_TEXT, "%s: %s", title, why);
 }
 
@@ -243,6 +302,7 @@ static void print_stderr_of(int i)
 
 static FILE *tsv;
 static const char *tsv_side;
+static int self_skipped; /* tests that ran and skipped themselves (quick mode) */
 
 /* Which side of the chapter this grader was built from, from its own path
  * (build/BACKEND/chapters/CH/grade, .../solutions/CH/grade, .../mutants/CH/NAME/grade), unless
@@ -335,6 +395,12 @@ static void report(int i, TestResult *r)
     struct slot *sl = i < ntests ? &sh->slots[i] : NULL;
     switch (tr_rtype(r)) {
     case CK_PASS:
+        if (sl && sl->skipped[0]) { /* it skipped itself: grade_quick_skip */
+            printf("  SKIP  %s: %s\n", title, sl->skipped);
+            tsv_row(title, "SKIP", sl->skipped);
+            self_skipped++;
+            break;
+        }
         printf("  PASS  %s%s%s\n", title, sl && sl->note[0] ? ": " : "", sl ? sl->note : "");
         tsv_row(title, "PASS", sl ? sl->note : "");
         break;
@@ -414,10 +480,15 @@ int grader_run(Suite *s)
         tsv = NULL;
     }
 
-    int n = srunner_ntests_run(sr), failed = srunner_ntests_failed(sr);
+    /* a test that skipped itself is neither passed nor failed */
+    int n = srunner_ntests_run(sr) - self_skipped, failed = srunner_ntests_failed(sr);
     int passed = n - failed;
-    printf("%s  %s  %d/%d passed on %s%s%s\n", chapter_name,
-           failed == 0 && n > 0 ? "PASS" : "FAIL", passed, n, gpu_backend(),
+    char skipped[64] = "";
+    if (self_skipped)
+        snprintf(skipped, sizeof skipped, " (quick mode: %d shape%s skipped)", self_skipped,
+                 self_skipped == 1 ? "" : "s");
+    printf("%s  %s  %d/%d passed on %s%s%s%s\n", chapter_name,
+           failed == 0 && n > 0 ? "PASS" : "FAIL", passed, n, gpu_backend(), skipped,
            sh->summary[0] ? "  " : "", sh->summary);
     fflush(stdout);
     srunner_print(sr, CK_MINIMAL); /* Check's own closing line */
@@ -440,6 +511,10 @@ int grader_add_timed(Suite *s, const char *tcase, const TTest *fn, const char *t
     if (!gpu_times_are_real()) {
         grader_skip(tcase, "timings are real on a GPU only; on the CPU backend only "
                            "correctness is graded");
+        return -1;
+    }
+    if (grade_quick()) {
+        grader_skip(tcase, "quick mode (GRADE_QUICK=1): timed tests are left out");
         return -1;
     }
     return grader_add(s, tcase, fn, &title, 1, timeout_s);

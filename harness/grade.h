@@ -61,6 +61,34 @@ int grader_run(Suite *s);
 int grader_add_timed(Suite *s, const char *tcase, const TTest *fn, const char *title,
                      double timeout_s);
 
+/* ---- quick mode, and grading under a sanitizer ----------------------------------------------
+ *
+ * GRADE_QUICK=1 in the environment (`make sanitize` sets it: under compute-sanitizer, and on
+ * the CPU backend's instrumented build, kernels run 10 to 100 times slower): the timed tests
+ * are skipped (grader_add_timed says so), and so is every correctness shape whose work is over
+ * GRADE_QUICK_WORK (default 1e8: elements, multiply-adds or element updates, as the grader
+ * counts them): the shapes that exist to fill a GPU go, the edge shapes stay. Each grader
+ * opens its correctness test with the hook:
+ *
+ *   if (grade_quick_skip(slot, (double)s.m * s.k * s.n, "multiply-adds"))
+ *       return;
+ *
+ * GRADE_SANITIZE=1 (set by `make sanitize` too): a sanitizer watches the run. Tests that make
+ * errors on purpose (chapter 06's fault injection) are not registered, as every error they
+ * plant would be reported; and each test that passes destroys its CUDA context at its end
+ * (cudaDeviceReset), so that memcheck's leak check sees what it left allocated. */
+
+/* 1 in quick mode (GRADE_QUICK=1). */
+int grade_quick(void);
+
+/* 1 under a sanitizer (GRADE_SANITIZE=1). */
+int grade_sanitizing(void);
+
+/* From inside a test, before it does anything: in quick mode, when `work` (in `unit`s) is over
+ * the cap, marks the test skipped (its line says SKIP and why, and it counts as neither passed
+ * nor failed) and returns 1, and the test must return at once. Otherwise returns 0. */
+int grade_quick_skip(int slot, double work, const char *unit);
+
 /* What one chapter's grader program does. */
 struct grader_spec {
     const char *chapter;

@@ -113,6 +113,9 @@ static void problem_check(struct problem *p, int slot, const char *what)
 START_TEST(correct)
 {
     int slot = CORRECT + _i;
+    struct shape s = shapes()[_i];
+    if (grade_quick_skip(slot, (double)s.m * s.k * s.n, "multiply-adds"))
+        return;
     struct rng r = grade_rng(slot);
     struct problem p;
     problem_init(&p, shapes()[_i]);

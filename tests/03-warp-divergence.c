@@ -209,6 +209,8 @@ static void problem_check(struct problem *p, int slot, const char *what)
 START_TEST(correct)
 {
     int slot = CORRECT + _i;
+    if (grade_quick_skip(slot, sizes()[_i], "elements"))
+        return;
     struct rng r = grade_rng(slot);
     struct problem p;
     problem_init(&p, sizes()[_i]);

@@ -61,7 +61,10 @@ static const struct shape CPU_SHAPES[] = {
 
 /* Small shapes for every rung and every tile configuration: everything odd; k and n
  * multiples of 4 but of no tile (the float4 paths, with tails in m, n and k); and n a
- * multiple of 4 with k odd (a float4 path taken there reads the wrong elements). */
+ * multiple of 4 with k odd (a float4 path taken there reads the wrong elements). For a
+ * split-K configuration (name ending _kS) k = 45 and 132 are 6 and 17 steps of BK = 8: every
+ * split has slices of one step and of several, boundaries inside k, and the partial last step
+ * in the last slice. */
 static const struct shape RUNG_SHAPES[] = { { 67, 45, 131 }, { 130, 132, 260 }, { 31, 45, 36 } };
 #define NRUNG_SHAPES ((int)(sizeof RUNG_SHAPES / sizeof RUNG_SHAPES[0]))
 
@@ -205,8 +208,10 @@ static int problem_compare(struct problem *p, double rtol, char *desc, size_t dl
 }
 
 /* The grader's check: guard zones, then values; fails the test with a message and a hint.
- * `what` names the kernel and the run. */
-static void problem_check(struct problem *p, int slot, const char *what, const char *fallback_hint)
+ * `what` names the kernel and the run. The hint is a guess from where the wrong elements sit,
+ * else `given`; `given` first when `given_first` (it knows more than the guess: split-K). */
+static void problem_check(struct problem *p, int slot, const char *what, const char *given,
+                          int given_first)
 {
     struct shape s = p->s;
     char guard[256], desc[512], hint[400];
@@ -217,7 +222,7 @@ static void problem_check(struct problem *p, int slot, const char *what, const c
     }
     if (problem_compare(p, fp32_dot_rtol(s.k), desc, sizeof desc, hint, sizeof hint) == 0)
         return;
-    grade_hint(slot, "%s", hint[0] ? hint : fallback_hint);
+    grade_hint(slot, "%s", hint[0] && !given_first ? hint : given);
     ck_abort_msg("%dx%dx%d: %s: %s", s.m, s.k, s.n, what, desc);
 }
 
@@ -232,9 +237,23 @@ static void problem_check(struct problem *p, int slot, const char *what, const c
     "everywhere, 130x132x260 the float4 paths with tails in m, k and n, and 31x45x36 must "    \
     "not take a float4 path for A (k = 45: A's rows are not 16-byte aligned)"
 
+#define SPLITK_HINT                                                                            \
+    "a split-K configuration (_kS: S blocks share each tile of C, each adding its "            \
+    "slice of k): C must be zeroed before the slices add into it (NaN + x stays NaN), "        \
+    "every slice must add (atomicAdd), never store, and the slices must cover every step "     \
+    "of BK exactly once (a step counted twice or skipped where one slice ends and the "        \
+    "next begins)"
+
+/* S of a configuration named ..._kS (split-K), 1 for the others. */
+static int config_splits(const char *name)
+{
+    const char *k = strrchr(name, '_');
+    return k && k[1] == 'k' && k[2] >= '1' && k[2] <= '9' ? atoi(k + 2) : 1;
+}
+
 /* Run fn on the problem twice on fresh inputs; the second run shuffled on the CPU backend. */
 static void run_twice(struct problem *p, struct rng *r, tiled_fn fn, const char *name, int slot,
-                      const char *hint)
+                      const char *hint, int hint_first)
 {
     for (int round = 0; round < 2; round++) {
         char what[160];
@@ -245,20 +264,23 @@ static void run_twice(struct problem *p, struct rng *r, tiled_fn fn, const char 
         problem_fill(p, r, 1);
         fn(p->d_a, p->d_b, p->d_c, p->s.m, p->s.k, p->s.n);
         gpu_sync();
-        problem_check(p, slot, what, hint);
+        problem_check(p, slot, what, hint, hint_first);
     }
 }
 
 START_TEST(correct)
 {
     int slot = CORRECT + _i;
+    if (grade_quick_skip(slot, (double)shapes()[_i].m * shapes()[_i].k * shapes()[_i].n,
+                         "multiply-adds"))
+        return;
     struct rng r = grade_rng(slot);
     struct problem p;
     problem_init(&p, shapes()[_i]);
     /* twice, on different inputs: a kernel that remembers an answer fails the second; on
      * the CPU backend the second run also shuffles the order threads meet at barriers, which
      * turns a missing __syncthreads into a wrong answer */
-    run_twice(&p, &r, matmul_tiled, "matmul_tiled", slot, TILED_HINT);
+    run_twice(&p, &r, matmul_tiled, "matmul_tiled", slot, TILED_HINT, 0);
     problem_free(&p);
 }
 END_TEST
@@ -271,7 +293,7 @@ START_TEST(rungs)
     for (int i = 0; i < NRUNG_SHAPES; i++) {
         struct problem p;
         problem_init(&p, RUNG_SHAPES[i]);
-        run_twice(&p, &r, rung->fn, rung->name, slot, RUNG_HINT);
+        run_twice(&p, &r, rung->fn, rung->name, slot, RUNG_HINT, 0);
         problem_free(&p);
     }
 }
@@ -282,10 +304,11 @@ START_TEST(configs)
     int slot = CONFIGS + _i;
     struct rng r = grade_rng(slot);
     const struct tiled_config *cfg = &TILED_CONFIGS[CONFIG_OF[_i]];
+    const int split = config_splits(cfg->name) > 1;
     for (int i = 0; i < NRUNG_SHAPES; i++) {
         struct problem p;
         problem_init(&p, RUNG_SHAPES[i]);
-        run_twice(&p, &r, cfg->fn, cfg->name, slot, RUNG_HINT);
+        run_twice(&p, &r, cfg->fn, cfg->name, slot, split ? SPLITK_HINT : RUNG_HINT, split);
         problem_free(&p);
     }
 }
@@ -373,14 +396,14 @@ START_TEST(speed)
      * so the check after timing sees what that kernel wrote and nothing else */
     matmul_tiled(p.d_a, p.d_b, p.d_c, p.s.m, p.s.k, p.s.n);
     gpu_sync();
-    problem_check(&p, slot, "matmul_tiled (speed is graded once it is correct)", TILED_HINT);
+    problem_check(&p, slot, "matmul_tiled (speed is graded once it is correct)", TILED_HINT, 0);
 
     struct launch base = { matmul_naive, &p }, yours = { matmul_tiled, &p }, ceil = { NULL, &p };
     dbuf_poison(p.d_c);
     struct timing tb = gpu_time(run_fn, &base, 2, 10);
     dbuf_poison(p.d_c);
     struct timing ty = gpu_time(run_fn, &yours, 2, 10);
-    problem_check(&p, slot, "matmul_tiled after timing", TILED_HINT);
+    problem_check(&p, slot, "matmul_tiled after timing", TILED_HINT, 0);
     struct timing tc = gpu_time(run_cublas, &ceil, 2, 10);
 
     double ratio = tb.median_ms / ty.median_ms;
@@ -613,10 +636,16 @@ int main(int argc, char **argv)
     }
     CORRECT = grader_add(s, "correct", correct, t, NSHAPES, 120);
 
-    /* every rung of the linked file, and every tile configuration that fits this device */
-    static char rung_titles[GRADE_MAX_TESTS / 4][96];
-    const char *rt[GRADE_MAX_TESTS / 4];
-    int nrungs = TILED_NUM_RUNGS < GRADE_MAX_TESTS / 4 ? TILED_NUM_RUNGS : GRADE_MAX_TESTS / 4;
+    /* every rung of the linked file, and every tile configuration that fits this device
+     * (more than GRADE_MAX_TESTS in all stops grader_add with a message, never silently) */
+    static char rung_titles[GRADE_MAX_TESTS][96];
+    const char *rt[GRADE_MAX_TESTS];
+    if (TILED_NUM_RUNGS > GRADE_MAX_TESTS || TILED_NUM_CONFIGS > GRADE_MAX_TESTS) {
+        fprintf(stderr, "grade: %d rungs and %d tile configurations: more than %d tests\n",
+                TILED_NUM_RUNGS, TILED_NUM_CONFIGS, GRADE_MAX_TESTS);
+        return EXIT_FAILURE;
+    }
+    int nrungs = TILED_NUM_RUNGS;
     for (int i = 0; i < nrungs; i++) {
         snprintf(rung_titles[i], sizeof rung_titles[i], "rung %s on 67x45x131, 130x132x260, "
                  "31x45x36", TILED_RUNGS[i].name);
@@ -624,11 +653,11 @@ int main(int argc, char **argv)
     }
     RUNGS = grader_add(s, "rungs", rungs, rt, nrungs, 120);
 
-    static char cfg_titles[GRADE_MAX_TESTS / 4][96];
-    const char *ct[GRADE_MAX_TESTS / 4];
+    static char cfg_titles[GRADE_MAX_TESTS][96];
+    const char *ct[GRADE_MAX_TESTS];
     int ncfg = 0;
     size_t optin = grader_device()->smem_per_block_optin;
-    for (int i = 0; i < TILED_NUM_CONFIGS && ncfg < GRADE_MAX_TESTS / 4; i++) {
+    for (int i = 0; i < TILED_NUM_CONFIGS; i++) {
         const struct tiled_config *cfg = &TILED_CONFIGS[i];
         if (optin && (size_t)cfg->smem_bytes > optin) {
             char why[160];
@@ -656,12 +685,6 @@ int main(int argc, char **argv)
         grader_skip("coalesced", "counted on the CPU backend only (make grade BACKEND=emu); on "
                                  "a GPU this needs Nsight Compute, which is to come");
     }
-    if (gpu_times_are_real()) {
-        static const char *speed_title[] = { "speed at 2048x2048x2048" };
-        SPEED = grader_add(s, "speed", speed, speed_title, 1, 120);
-    } else {
-        grader_skip("speed", "timings are real on a GPU only; on the CPU backend the shapes "
-                             "are smaller and only correctness is graded");
-    }
+    SPEED = grader_add_timed(s, "speed", speed, "speed at 2048x2048x2048", 120);
     return grader_run(s);
 }

@@ -5,10 +5,11 @@
  *                    twice each on fresh inputs; every other rung of the linked files on small
  *                    odd shapes; on a GPU, gemm_pipelined at least 1.2x gemm_sync at 4096^3,
  *                    with cuBLAS BF16 measured in the same run as the ceiling, and the machine
- *                    code checked for LDGSTS (cp.async) in your kernel and UTMALDG (TMA) in
- *                    step 4's
+ *                    code checked for LDGSTS (cp.async) in your kernel, UTMALDG (TMA) in
+ *                    step 4's, and HGMMA (wgmma) and UTMALDG in step 5's
  *   grade --bench F  every rung and cuBLAS BF16 at 1024^3, 2048^3, 4096^3 and two odd shapes,
- *                    plus the stage-count sweep at 4096^3, as tab-separated rows in F (GPU only)
+ *                    plus the stage-count sweep at 4096^3, as tab-separated rows in F (GPU only);
+ *                    on stdout, each rung's share of cuBLAS BF16 at the same shape
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -46,13 +47,55 @@ static const struct shape CPU_SHAPES[] = {
 };
 #define NSHAPES ((int)(sizeof GPU_SHAPES / sizeof GPU_SHAPES[0]))
 
-/* every other rung on these */
-static const struct shape RUNG_SHAPES[] = { { 17, 33, 9 }, { 100, 72, 130 }, { 200, 123, 150 } };
+/* Every other rung on these. The first three have k or n odd, which the TMA rungs (steps 4
+ * and 5) hand to step 3; the last two have k and n multiples of 8, so the TMA rungs run their
+ * own kernels on them: one element of C in a box far larger than the matrix, and tails in m,
+ * k and n with enough tiles of k (9 of step 5's 64) to go round its 4-stage ring twice. */
+static const struct shape RUNG_SHAPES[] = {
+    { 17, 33, 9 }, { 100, 72, 130 }, { 200, 123, 150 }, { 1, 8, 8 }, { 130, 520, 264 },
+};
 #define NRUNG_SHAPES ((int)(sizeof RUNG_SHAPES / sizeof RUNG_SHAPES[0]))
 
 static int CORRECT, RUNGS, SPEED, SASS;
-static int RUNG_INDEX[GRADE_MAX_TESTS]; /* test iteration -> GEMM_RUNGS index */
-static int SASS_RUNG[2];                /* test iteration -> GEMM_RUNGS index */
+static int RUNG_INDEX[GRADE_MAX_TESTS]; /* test iteration -> ladder index */
+static int SASS_CHECK[GRADE_MAX_TESTS]; /* test iteration -> SASS_CHECKS index */
+
+/* ---- the ladder ---------------------------------------------------------------------------
+ *
+ * GEMM_RUNGS as the linked files give it, and step 5 (gemm_wgmma_sm90.cu) right after step 4
+ * where the table has step 4 (the solutions' table does; the starter's stops at step 2).
+ * Step 5 is added here rather than in the table because it is sm_90a code, which runs on
+ * compute capability 9.0 and on nothing else, before or after: a limit min_cc cannot say.
+ * Weak: a build without that file (the CPU backend) leaves it NULL. */
+void gemm_wgmma(const gemm_bf16 *, const gemm_bf16 *, float *, int, int, int)
+    __attribute__((weak));
+
+#define MAX_RUNGS 32
+static struct gemm_rung LADDER[MAX_RUNGS];
+static int NUM_LADDER;
+
+static void ladder_init(void)
+{
+    NUM_LADDER = 0;
+    for (int v = 0; v < GEMM_NUM_RUNGS && NUM_LADDER < MAX_RUNGS - 1; v++) {
+        LADDER[NUM_LADDER++] = GEMM_RUNGS[v];
+        if (strcmp(GEMM_RUNGS[v].name, "tma") == 0)
+            LADDER[NUM_LADDER++] = (struct gemm_rung){ "wgmma", gemm_wgmma, 90, 0 };
+    }
+}
+
+/* NULL when a rung this build has can run on a device of compute capability cc; else why not */
+static const char *rung_cannot_run(const struct gemm_rung *g, int cc, char *why, size_t len)
+{
+    if (g->min_cc > cc)
+        snprintf(why, len, "needs sm_%d; this device is sm_%d", g->min_cc, cc);
+    else if (strcmp(g->name, "wgmma") == 0 && cc != 90)
+        snprintf(why, len, "wgmma is sm_90a code, which runs on sm_90 only; this device is "
+                           "sm_%d", cc);
+    else
+        return NULL;
+    return why;
+}
 
 static const struct shape *shapes(void)
 {
@@ -280,6 +323,9 @@ static int device_cc(void)
 START_TEST(correct)
 {
     int slot = CORRECT + _i;
+    if (grade_quick_skip(slot, (double)shapes()[_i].m * shapes()[_i].k * shapes()[_i].n,
+                         "multiply-adds"))
+        return;
     struct rng r = grade_rng(slot);
     struct problem p;
     problem_init(&p, shapes()[_i]);
@@ -304,11 +350,17 @@ END_TEST
 START_TEST(rung_correct)
 {
     int slot = RUNGS + _i;
-    const struct gemm_rung *g = &GEMM_RUNGS[RUNG_INDEX[_i]];
+    const struct gemm_rung *g = &LADDER[RUNG_INDEX[_i]];
+    /* the TMA rungs hand a shape whose k or n is not a multiple of 8 to step 3 */
+    int tma_rung = strcmp(g->name, "tma") == 0 || strcmp(g->name, "wgmma") == 0;
     struct rng r = grade_rng(slot);
     for (int i = 0; i < NRUNG_SHAPES; i++) {
         struct problem p;
         problem_init(&p, RUNG_SHAPES[i]);
+        char what[96];
+        snprintf(what, sizeof what, "%s%s", g->name,
+                 tma_rung && (p.s.k % 8 || p.s.n % 8)
+                     ? " (k or n not a multiple of 8: step 3's kernel ran)" : "");
         for (int round = 0; round < 2; round++) {
             if (round == 1)
                 gpu_shuffle_schedule(rng_next(&r));
@@ -316,10 +368,13 @@ START_TEST(rung_correct)
             problem_ref_cpu(&p);
             g->fn(p.d_a, p.d_b, p.d_c, p.s.m, p.s.k, p.s.n);
             gpu_sync();
-            problem_check(&p, slot, g->name, 1.0);
+            problem_check(&p, slot, what, 1.0);
         }
         problem_free(&p);
     }
+    if (tma_rung)
+        grade_note(slot, "its own kernel where k and n are multiples of 8, step 3's elsewhere "
+                         "(TMA needs 16-byte row strides)");
 }
 END_TEST
 
@@ -455,10 +510,32 @@ static int shell_quote(const char *path, char *out, size_t size)
     return 0;
 }
 
-/* The SASS of every function whose name contains `kernel`, for arch sm_XY, from this very
- * program (the kernels are in its fat binary, found by its resolved path): does any line hold
- * `opcode`? Returns 1 or 0, or -1 when no such function was found for that arch. */
-static int sass_has(const char *kernel, const char *opcode, int cc, char *why, size_t len)
+/* What the machine code must show: the instruction each rung is about, in its kernel, in the
+ * cubin a device of this compute capability runs (for step 5, the sm_90a one). */
+static const struct sass_check {
+    const char *rung, *kernel, *opcode;
+    int arch_specific; /* 1: the sm_XYa cubin */
+    const char *hint;
+} SASS_CHECKS[] = {
+    { "pipelined", "gemm_pipelined_kernel", "LDGSTS", 0,
+      "the copies must be __pipeline_memcpy_async (cp.async): a plain load and store through "
+      "registers compiles to LDG and STS" },
+    { "tma", "gemm_tma_kernel", "UTMALDG", 0,
+      "the copies must be cp.async.bulk.tensor (TMA) instructions" },
+    { "wgmma", "gemm_wgmma_kernel", "HGMMA", 1,
+      "the math must be wgmma.mma_async in an sm_90a cubin (-gencode arch=compute_90a,"
+      "code=sm_90a, which the Makefile adds when ARCH has 90): elsewhere the kernel is a trap" },
+    { "wgmma", "gemm_wgmma_kernel", "UTMALDG", 1,
+      "the copies must be cp.async.bulk.tensor (TMA) instructions, in the sm_90a cubin" },
+};
+#define NSASS_CHECKS ((int)(sizeof SASS_CHECKS / sizeof SASS_CHECKS[0]))
+
+/* The SASS of every function whose name contains `kernel`, in the cubin for `arch` ("sm_90",
+ * "sm_90a"), from this very program (the kernels are in its fat binary, found by its resolved
+ * path): does any line hold `opcode`? Returns 1 or 0, or -1 when no such function was found
+ * for that arch. */
+static int sass_has(const char *kernel, const char *opcode, const char *arch, char *why,
+                    size_t len)
 {
     char self[4096], quoted[3 * 4096], cmd[3 * 4096 + 64];
     if (own_path(self, sizeof self, why, len) != 0)
@@ -473,14 +550,15 @@ static int sass_has(const char *kernel, const char *opcode, int cc, char *why, s
         snprintf(why, len, "could not run cuobjdump");
         return -1;
     }
-    char line[4096], want_arch[32];
-    snprintf(want_arch, sizeof want_arch, "sm_%d", cc);
+    char line[4096];
+    size_t alen = strlen(arch);
     int in_arch = 0, in_fn = 0, found_fn = 0, found_op = 0;
     while (fgets(line, sizeof line, f)) {
         char *a = strstr(line, "arch = sm_");
         if (a) {
-            in_arch = strncmp(a + 7, want_arch, strlen(want_arch)) == 0 &&
-                      !isdigit_ascii(a[7 + strlen(want_arch)]);
+            /* exactly `arch`: "sm_90" is neither "sm_90a" nor the start of "sm_900" */
+            char next = a[7 + alen];
+            in_arch = strncmp(a + 7, arch, alen) == 0 && !isdigit_ascii(next) && next != 'a';
             in_fn = 0;
             continue;
         }
@@ -496,7 +574,7 @@ static int sass_has(const char *kernel, const char *opcode, int cc, char *why, s
     if (!found_fn) {
         int code = st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
         snprintf(why, len, "cuobjdump -sass %.100s (exit code %d) shows no %.40s for %.8s",
-                 self, code, kernel, want_arch);
+                 self, code, kernel, arch);
         return -1;
     }
     return found_op;
@@ -505,20 +583,18 @@ static int sass_has(const char *kernel, const char *opcode, int cc, char *why, s
 START_TEST(sass)
 {
     int slot = SASS + _i;
-    const struct gemm_rung *g = &GEMM_RUNGS[SASS_RUNG[_i]];
-    int tma = strcmp(g->name, "tma") == 0;
-    const char *kernel = tma ? "gemm_tma_kernel" : "gemm_pipelined_kernel";
-    const char *opcode = tma ? "UTMALDG" : "LDGSTS";
-    char why[256];
-    int has = sass_has(kernel, opcode, device_cc(), why, sizeof why);
+    const struct sass_check *k = &SASS_CHECKS[SASS_CHECK[_i]];
+    char why[256], arch[16];
+    snprintf(arch, sizeof arch, "sm_%d%s", device_cc(), k->arch_specific ? "a" : "");
+    int has = sass_has(k->kernel, k->opcode, arch, why, sizeof why);
+    if (has < 0 && k->arch_specific) /* no sm_90a cubin at all: say how to build one */
+        grade_hint(slot, "%s", k->hint);
     ck_assert_msg(has >= 0, "%s", why);
     if (!has) {
-        grade_hint(slot, tma ? "the copies must be cp.async.bulk.tensor (TMA) instructions"
-                             : "the copies must be __pipeline_memcpy_async (cp.async): a plain "
-                               "load and store through registers compiles to LDG and STS");
-        ck_abort_msg("no %s in the machine code of %s", opcode, kernel);
+        grade_hint(slot, "%s", k->hint);
+        ck_abort_msg("no %s in the %s machine code of %s", k->opcode, arch, k->kernel);
     }
-    grade_note(slot, "%s holds %s", kernel, opcode);
+    grade_note(slot, "%s holds %s (%s)", k->kernel, k->opcode, arch);
 }
 END_TEST
 
@@ -527,7 +603,8 @@ END_TEST
 static const struct shape BENCH_SHAPES[] = {
     { 1024, 1024, 1024 }, { 2048, 2048, 2048 }, { 4096, 4096, 4096 },
     { 3999, 4000, 4008 },  /* odd m, k and n multiples of 8 but not of the tile: TMA runs */
-    { 1000, 999, 1001 },   /* odd k and n: no 16-byte row starts, the narrow path; TMA falls back */
+    { 1000, 999, 1001 },   /* odd k and n: no 16-byte row starts, the narrow path; the TMA
+                            * rungs (steps 4 and 5) hand it to step 3 */
 };
 
 static int bench(const char *path)
@@ -539,7 +616,8 @@ static int bench(const char *path)
     int cc = 10 * info.cc_major + info.cc_minor;
     struct rng r;
     rng_init(&r, harness_seed());
-    printf("%-16s %-10s %10s %10s\n", "shape", "kernel", "ms", "TFLOP/s");
+    ladder_init();
+    printf("%-16s %-10s %10s %10s %8s\n", "shape", "kernel", "ms", "TFLOP/s", "cuBLAS");
     for (size_t i = 0; i < sizeof BENCH_SHAPES / sizeof BENCH_SHAPES[0]; i++) {
         struct shape s = BENCH_SHAPES[i];
         struct problem p;
@@ -554,9 +632,13 @@ static int bench(const char *path)
         snprintf(shape, sizeof shape, "%dx%dx%d", s.m, s.k, s.n);
         double bytes = 2.0 * ((double)s.m * s.k + (double)s.k * s.n) + 4.0 * (double)nc;
         int sweep_shape = s.m == SPEED_SIZE && s.k == SPEED_SIZE && s.n == SPEED_SIZE;
-        for (int v = 0; v <= GEMM_NUM_RUNGS; v++) {
-            const struct gemm_rung *g = v < GEMM_NUM_RUNGS ? &GEMM_RUNGS[v] : NULL;
-            if (g && (!g->fn || g->min_cc > cc || (g->sweep && !sweep_shape)))
+        double cublas_ms = 0.0;
+        /* cuBLAS first, then every rung as a share of it */
+        for (int v = -1; v < NUM_LADDER; v++) {
+            const struct gemm_rung *g = v >= 0 ? &LADDER[v] : NULL;
+            char why[96];
+            if (g && (!g->fn || rung_cannot_run(g, cc, why, sizeof why) ||
+                      (g->sweep && !sweep_shape)))
                 continue;
             struct launch l = { g ? g->fn : NULL, &p };
             const char *name = g ? g->name : "cublas";
@@ -573,10 +655,13 @@ static int bench(const char *path)
                     return EXIT_FAILURE;
                 }
             }
+            if (!g)
+                cublas_ms = t.median_ms;
             double gflops = 2.0 * s.m * s.k * s.n / (t.median_ms * 1e-3) / 1e9;
             results_row(&out, CHAPTER, name, shape, t.median_ms,
                         bytes / (t.median_ms * 1e-3) / 1e9, gflops);
-            printf("%-16s %-10s %10.4f %10.1f\n", shape, name, t.median_ms, gflops / 1e3);
+            printf("%-16s %-10s %10.4f %10.1f %7.0f%%\n", shape, name, t.median_ms,
+                   gflops / 1e3, 100.0 * cublas_ms / t.median_ms);
             fflush(stdout);
         }
         problem_free(&p);
@@ -612,23 +697,30 @@ static void add_tests(Suite *s)
     CORRECT = grader_add(s, "correct", correct, t, NSHAPES, 120);
 
     /* every other rung this build links, on small odd shapes */
-    static char rtitles[GRADE_MAX_TESTS][96];
+    ladder_init();
+    char shape_list[96] = "";
+    for (int i = 0; i < NRUNG_SHAPES; i++) {
+        size_t used = strlen(shape_list);
+        snprintf(shape_list + used, sizeof shape_list - used, "%s%dx%dx%d", i ? ", " : "",
+                 RUNG_SHAPES[i].m, RUNG_SHAPES[i].k, RUNG_SHAPES[i].n);
+    }
+    static char rtitles[GRADE_MAX_TESTS][128];
     const char *rt[GRADE_MAX_TESTS];
     int nr = 0;
-    for (int v = 0; v < GEMM_NUM_RUNGS && nr < GRADE_MAX_TESTS; v++) {
-        const struct gemm_rung *g = &GEMM_RUNGS[v];
-        char title[96];
-        snprintf(title, sizeof title, "rung %s on 17x33x9, 100x72x130, 200x123x150", g->name);
+    for (int v = 0; v < NUM_LADDER && nr < GRADE_MAX_TESTS; v++) {
+        const struct gemm_rung *g = &LADDER[v];
+        char title[128], why[96];
+        snprintf(title, sizeof title, "rung %s on %s", g->name, shape_list);
         if (g->fn == gemm_pipelined)
             continue;
         if (!g->fn) {
-            grader_skip(title, "graded on a GPU only: TMA and mbarrier are PTX that the CPU "
-                               "backend cannot run, and this build leaves that rung out");
+            grader_skip(title, on_gpu
+                ? "this build leaves that rung out (its file was not linked)"
+                : "graded on a GPU only: TMA, mbarrier and wgmma are PTX that the CPU backend "
+                  "cannot run, and this build leaves that rung out");
             continue;
         }
-        if (on_gpu && g->min_cc > cc) {
-            char why[96];
-            snprintf(why, sizeof why, "needs sm_%d; this device is sm_%d", g->min_cc, cc);
+        if (on_gpu && rung_cannot_run(g, cc, why, sizeof why)) {
             grader_skip(title, why);
             continue;
         }
@@ -644,24 +736,28 @@ static void add_tests(Suite *s)
              SPEED_SIZE);
     SPEED = grader_add_timed(s, "speed", speed, speed_title, 300);
 
-    /* the machine code: yours, and step 4's where this build has it */
-    static char stitles[2][96];
-    const char *st[2];
+    /* the machine code: yours, and steps 4's and 5's where the ladder has them */
+    static char stitles[NSASS_CHECKS][96];
+    const char *st[NSASS_CHECKS];
     int ns = 0;
-    for (int v = 0; v < GEMM_NUM_RUNGS; v++) {
-        const struct gemm_rung *g = &GEMM_RUNGS[v];
-        int tma = strcmp(g->name, "tma") == 0;
-        if (g->fn != gemm_pipelined && !tma)
+    for (int i = 0; i < NSASS_CHECKS; i++) {
+        const struct sass_check *k = &SASS_CHECKS[i];
+        const struct gemm_rung *g = NULL;
+        for (int v = 0; v < NUM_LADDER && !g; v++)
+            if (strcmp(LADDER[v].name, k->rung) == 0)
+                g = &LADDER[v];
+        if (!g)
             continue;
-        snprintf(stitles[ns], sizeof stitles[ns], "sass: %s in %s",
-                 tma ? "UTMALDG" : "LDGSTS", tma ? "gemm_tma_kernel" : "gemm_pipelined_kernel");
+        snprintf(stitles[ns], sizeof stitles[ns], "sass: %s in %s", k->opcode, k->kernel);
+        char cannot[96], none[96];
+        snprintf(none, sizeof none, "this build has no %s rung", k->rung);
         const char *why = NULL;
         if (!on_gpu)
             why = "graded on a GPU only: the CPU backend runs no machine code";
         else if (!g->fn)
-            why = "this build has no TMA rung";
-        else if (g->min_cc > cc)
-            why = "this device has no TMA";
+            why = none;
+        else if (rung_cannot_run(g, cc, cannot, sizeof cannot))
+            why = cannot;
         else if (!on_path("cuobjdump"))
             why = "cuobjdump is not on PATH (it comes with the CUDA toolkit)";
         if (why) {
@@ -669,7 +765,7 @@ static void add_tests(Suite *s)
             continue;
         }
         st[ns] = stitles[ns];
-        SASS_RUNG[ns++] = v;
+        SASS_CHECK[ns++] = i;
     }
     if (ns > 0)
         SASS = grader_add(s, "sass", sass, st, ns, 120);

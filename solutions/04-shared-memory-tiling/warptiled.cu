@@ -15,12 +15,29 @@
  * the current tile is computed, and stored into the other half of shared memory after, so
  * global latency hides behind 8 x 64 FMAs and one barrier a step suffices). A configuration
  * table (TILED_CONFIGS) instantiates a handful; matmul_tuned picks one per device and shape
- * from the table `grade --tune` writes (tune.tsv beside this file), and falls back to
- * DEFAULT_CONFIG below when the table has nothing for this device.
+ * from the table `grade --tune` writes (tune.tsv beside this file), and falls back to the
+ * documented choice below (FALLBACK_NAME: by the shape and the SM count) when the table has
+ * nothing for this device.
  * Expect: 80-95% of cuBLAS at 4096^3 on an H200 (the issue's goal is 90%). Measured: 91% at
  * 4096^3 (46.9 against 51.4 TFLOP/s), met; 57% at 1024^3 (19.3 against 34.0), under the
  * goal of 70%: a 128x128 tile makes 64 blocks for 132 SMs, and the smaller tiles that fill
- * the GPU lose as much in reuse. */
+ * the GPU lose as much in reuse.
+ *
+ * Split-K, for that: a configuration named ..._kS launches S blocks for every tile of C
+ * (blockIdx.z = 0..S-1), block z walking only its share of the cdiv(k, BK) steps of k (an even
+ * share, whole steps, the partial last step in the last slice), so a 64-tile problem becomes
+ * 128 or 256 blocks of the same efficient 128x128 tile. The slices' partial tiles are summed
+ * in C itself: the launcher zeroes C (cudaMemsetAsync on the default stream, ordered before
+ * the kernel) and each block atomicAdds its results (reductions done in L2). Chosen over the
+ * deterministic alternative, a workspace of S partial tiles and a second kernel that sums
+ * them (as cuBLAS's split-K kernels do), for the least code and no second kernel: its costs are
+ * the memset, one reduction per element per slice (per four elements on sm_90), and a
+ * summation order that changes from run to run, so the last bits of C may too (well inside the
+ * fp32 tolerance the grader allows; a caller that needs bit-identical results picks a
+ * configuration without _k). S = 1, or a k of one step, launches the plain kernel.
+ * Expect: the 64 blocks of 1024^3 ran at 85% of their 4096^3 pace; spread over 128 or 256
+ * blocks at that pace, 1024^3 would pass the goal of 70% of cuBLAS with room for the memset
+ * and the reductions. To be measured (`make tune CH=04` on the H200). */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -114,10 +131,28 @@ __device__ __forceinline__ void wt_stash(float *s_a, float *s_b, const float4 (&
     }
 }
 
+/* p[0..3] += v, p 16-byte aligned, where other blocks add to the same elements (split-K).
+ * atomicAdd with its result unused is a reduction done in L2 (REDG.E.ADD.F32), no round trip
+ * to the SM; sm_90 adds a float4 in one (REDG.E.ADD.F32x4), a quarter of the requests; older
+ * GPUs, and the CPU backend, take four scalar ones. */
+__device__ __forceinline__ void wt_red4(float *p, float4 v)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    atomicAdd(reinterpret_cast<float4 *>(p), v);
+#else
+    atomicAdd(p + 0, v.x);
+    atomicAdd(p + 1, v.y);
+    atomicAdd(p + 2, v.z);
+    atomicAdd(p + 3, v.w);
+#endif
+}
+
 /* The block's dynamic shared memory: DB ? 2 : 1 stages of s_a[BK][BM + 4], s_b[BK][BN]. */
 extern __shared__ __align__(16) float s_mem[];
 
-template <int BM, int BN, int BK, int WM, int WN, int LN, bool DB, bool VEC>
+/* SPLITK: gridDim.z blocks share each tile of C, block z taking an even share of the
+ * cdiv(k, BK) steps of k, and each adds its partial sums into C, which the launcher zeroed. */
+template <int BM, int BN, int BK, int WM, int WN, int LN, bool DB, bool VEC, bool SPLITK>
 __global__ void __launch_bounds__(wt<BM, BN, BK, WM, WN, LN, DB>::THREADS)
 matmul_warptiled_kernel(const float *__restrict__ a, const float *__restrict__ b,
                         float *__restrict__ c, int m, int k, int n)
@@ -137,16 +172,23 @@ matmul_warptiled_kernel(const float *__restrict__ a, const float *__restrict__ b
         for (int y = 0; y < P::WNITER * 4; y++)
             acc[x][y] = 0.0f;
 
-    const int ntiles = cdiv(k, BK);
-    wt_fetch<P, BM, BN, BK, VEC>(a, b, m, k, n, row0, col0, 0, ra, rb);
+    /* this block's steps of k: tiles [t0, t1) of all cdiv(k, BK), so every slice starts on a
+     * multiple of BK and only the last one holds the partial tile (zero-filled by the loads,
+     * which bound k itself); 64-bit products: (z + 1) * tiles may pass 2^31 */
+    const int tiles = cdiv(k, BK);
+    const int t0 = SPLITK ? (int)((long long)blockIdx.z * tiles / gridDim.z) : 0;
+    const int t1 = SPLITK ? (int)((long long)(blockIdx.z + 1) * tiles / gridDim.z) : tiles;
+    const int ntiles = t1 - t0, kbeg = t0 * BK;
+    wt_fetch<P, BM, BN, BK, VEC>(a, b, m, k, n, row0, col0, kbeg, ra, rb);
     wt_stash<P, BM, BN, BK>(s_mem, s_mem + P::A_FLOATS, ra, rb);
     __syncthreads();
     for (int t = 0; t < ntiles; t++) {
         const float *s_a = s_mem + (DB ? (t & 1) * P::STAGE : 0);
         const float *s_b = s_a + P::A_FLOATS;
+        const int knext = kbeg + (t + 1) * BK; /* the next tile's first k */
         /* double buffering: the next tile's loads are in flight during the FMAs below */
         if (DB && t + 1 < ntiles)
-            wt_fetch<P, BM, BN, BK, VEC>(a, b, m, k, n, row0, col0, (t + 1) * BK, ra, rb);
+            wt_fetch<P, BM, BN, BK, VEC>(a, b, m, k, n, row0, col0, knext, ra, rb);
 #pragma unroll
         for (int i = 0; i < BK; i++) {
             /* a warp reads LM float4s of A and LN of B: 128 or 64 contiguous bytes each, one
@@ -178,7 +220,7 @@ matmul_warptiled_kernel(const float *__restrict__ a, const float *__restrict__ b
                 __syncthreads();
             } else {
                 __syncthreads(); /* everyone is done with the tile before it is overwritten */
-                wt_fetch<P, BM, BN, BK, VEC>(a, b, m, k, n, row0, col0, (t + 1) * BK, ra, rb);
+                wt_fetch<P, BM, BN, BK, VEC>(a, b, m, k, n, row0, col0, knext, ra, rb);
                 wt_stash<P, BM, BN, BK>(s_mem, s_mem + P::A_FLOATS, ra, rb);
                 __syncthreads();
             }
@@ -196,7 +238,17 @@ matmul_warptiled_kernel(const float *__restrict__ a, const float *__restrict__ b
             for (int wj = 0; wj < P::WNITER; wj++) {
                 const int col = col0 + wn0 + wj * P::WSUBN + ln * 4;
                 const float *v = acc[wi * 4 + r] + wj * 4;
-                if (VEC) { /* n % 4 == 0: the four columns are all inside C or all outside */
+                /* VEC: n % 4 == 0, so the four columns are all inside C or all outside.
+                 * SPLITK: the other slices of k add into the same elements: add, never store */
+                if (SPLITK && VEC) {
+                    if (col < n)
+                        wt_red4(&c[row * n + col], make_float4(v[0], v[1], v[2], v[3]));
+                } else if (SPLITK) {
+#pragma unroll
+                    for (int j = 0; j < 4; j++)
+                        if (col + j < n)
+                            atomicAdd(&c[row * n + col + j], v[j]);
+                } else if (VEC) {
                     if (col < n)
                         *reinterpret_cast<float4 *>(&c[row * n + col]) =
                             make_float4(v[0], v[1], v[2], v[3]);
@@ -211,65 +263,95 @@ matmul_warptiled_kernel(const float *__restrict__ a, const float *__restrict__ b
     }
 }
 
-/* One configuration's launcher: any shape; the float4 path only where every row of A, B and
- * C starts on a 16-byte boundary. Above 48 KB of shared memory a block, the kernel must opt
+/* One kernel of a tile, launched on the default stream: the float4 path or the scalar one, the
+ * split-K epilogue or the plain store. Above 48 KB of shared memory a block, the kernel must opt
  * in (once per kernel; the caller has checked the device's sharedMemPerBlockOptin). */
-template <int BM, int BN, int BK, int WM, int WN, int LN, bool DB>
-void matmul_warptiled_cfg(const float *d_a, const float *d_b, float *d_c, int m, int k, int n)
+template <int BM, int BN, int BK, int WM, int WN, int LN, bool DB, bool SPLITK>
+static void wt_launch(dim3 grid, bool vec, const float *d_a, const float *d_b, float *d_c, int m,
+                      int k, int n)
 {
     using P = wt<BM, BN, BK, WM, WN, LN, DB>;
     if (P::SMEM > 48 * 1024) {
         static bool opted_in = false;
         if (!opted_in) {
-            CUDA_CHECK(cudaFuncSetAttribute(matmul_warptiled_kernel<BM, BN, BK, WM, WN, LN, DB, true>,
-                                            cudaFuncAttributeMaxDynamicSharedMemorySize, P::SMEM));
-            CUDA_CHECK(cudaFuncSetAttribute(matmul_warptiled_kernel<BM, BN, BK, WM, WN, LN, DB, false>,
-                                            cudaFuncAttributeMaxDynamicSharedMemorySize, P::SMEM));
+            CUDA_CHECK(cudaFuncSetAttribute(
+                matmul_warptiled_kernel<BM, BN, BK, WM, WN, LN, DB, true, SPLITK>,
+                cudaFuncAttributeMaxDynamicSharedMemorySize, P::SMEM));
+            CUDA_CHECK(cudaFuncSetAttribute(
+                matmul_warptiled_kernel<BM, BN, BK, WM, WN, LN, DB, false, SPLITK>,
+                cudaFuncAttributeMaxDynamicSharedMemorySize, P::SMEM));
             opted_in = true;
         }
     }
-    dim3 grid(cdiv(n, BN), cdiv(m, BM));
-    const bool vec = k % 4 == 0 && n % 4 == 0 && ((uintptr_t)d_a & 15) == 0 &&
-                     ((uintptr_t)d_b & 15) == 0 && ((uintptr_t)d_c & 15) == 0;
     if (vec)
-        matmul_warptiled_kernel<BM, BN, BK, WM, WN, LN, DB, true>
+        matmul_warptiled_kernel<BM, BN, BK, WM, WN, LN, DB, true, SPLITK>
             <<<grid, P::THREADS, P::SMEM>>>(d_a, d_b, d_c, m, k, n);
     else
-        matmul_warptiled_kernel<BM, BN, BK, WM, WN, LN, DB, false>
+        matmul_warptiled_kernel<BM, BN, BK, WM, WN, LN, DB, false, SPLITK>
             <<<grid, P::THREADS, P::SMEM>>>(d_a, d_b, d_c, m, k, n);
     CUDA_CHECK(cudaGetLastError());
 }
 
-#define CONFIG(name, BM, BN, BK, WM, WN, LN, DB)                                            \
+/* One configuration's launcher: any shape; the float4 path only where every row of A, B and
+ * C starts on a 16-byte boundary. S > 1: k split S ways (never more ways than there are steps
+ * of BK, and a split of one way is the plain kernel); C is zeroed first, on the same stream,
+ * then the slices add into it. */
+template <int BM, int BN, int BK, int WM, int WN, int LN, bool DB, int S>
+void matmul_warptiled_cfg(const float *d_a, const float *d_b, float *d_c, int m, int k, int n)
+{
+    static_assert(S >= 1 && S <= 65535, "S slices of k are gridDim.z: 1 to 65535");
+    const bool vec = k % 4 == 0 && n % 4 == 0 && ((uintptr_t)d_a & 15) == 0 &&
+                     ((uintptr_t)d_b & 15) == 0 && ((uintptr_t)d_c & 15) == 0;
+    if constexpr (S > 1) {
+        const int slices = S < cdiv(k, BK) ? S : cdiv(k, BK);
+        if (slices > 1) {
+            CUDA_CHECK(cudaMemsetAsync(d_c, 0, (size_t)m * n * sizeof(float), 0));
+            wt_launch<BM, BN, BK, WM, WN, LN, DB, true>(dim3(cdiv(n, BN), cdiv(m, BM), slices),
+                                                        vec, d_a, d_b, d_c, m, k, n);
+            return;
+        }
+    }
+    wt_launch<BM, BN, BK, WM, WN, LN, DB, false>(dim3(cdiv(n, BN), cdiv(m, BM)), vec, d_a, d_b,
+                                                 d_c, m, k, n);
+}
+
+#define CONFIG(name, BM, BN, BK, WM, WN, LN, DB, S)                                         \
     { name, BM, BN, BK, WM, WN, wt<BM, BN, BK, WM, WN, LN, DB>::THREADS,                    \
-      wt<BM, BN, BK, WM, WN, LN, DB>::SMEM, matmul_warptiled_cfg<BM, BN, BK, WM, WN, LN, DB> }
+      wt<BM, BN, BK, WM, WN, LN, DB>::SMEM, matmul_warptiled_cfg<BM, BN, BK, WM, WN, LN, DB, S> }
 
 /* The candidates `grade --tune` measures and matmul_tuned picks from. Name: block tile
- * m x n x k, warp tile m x n, sb (one shared stage) or db (two, with register prefetch).
- * Lanes of a warp are 8 x 4 for warp tiles 32 rows deep, 4 x 8 for those 64 columns wide. */
+ * m x n x k, warp tile m x n, sb (one shared stage) or db (two, with register prefetch), then
+ * _kS where k is split S ways (split-K; no suffix: S = 1, as in tables written before split-K).
+ * Lanes of a warp are 8 x 4 for warp tiles 32 rows deep, 4 x 8 for those 64 columns wide.
+ * The splits: the 128x128 tile that wins at 1024^3 without one (64 blocks for 132 SMs), split
+ * 2, 4 and 8 ways (8 also for a thin C: 4096x4096x72 makes 32 such tiles); two smaller tiles
+ * split 2 ways (128 and 256 blocks become 256 and 512); the default's k2 and k4, which the
+ * fallback below picks from. */
 static const struct tiled_config CONFIGS[] = {
-    CONFIG("128x128x8_w64x32_sb",  128, 128,  8, 64, 32, 4, false), /* rung 5 as it is */
-    CONFIG("128x128x8_w64x32_db",  128, 128,  8, 64, 32, 4, true),  /* the default */
-    CONFIG("128x128x16_w64x32_db", 128, 128, 16, 64, 32, 4, true),
-    CONFIG("128x64x8_w64x32_db",   128,  64,  8, 64, 32, 4, true),
-    CONFIG("64x128x8_w32x64_db",    64, 128,  8, 32, 64, 8, true),
-    CONFIG("64x64x8_w32x32_db",     64,  64,  8, 32, 32, 4, true),  /* small or skinny C */
-    CONFIG("128x128x8_w64x64_db",  128, 128,  8, 64, 64, 8, true),
-    CONFIG("256x128x8_w64x64_db",  256, 128,  8, 64, 64, 8, true),
-    CONFIG("256x128x16_w64x64_db", 256, 128, 16, 64, 64, 8, true),  /* 48.5 KB: opts in */
+    CONFIG("128x128x8_w64x32_sb",     128, 128,  8, 64, 32, 4, false, 1), /* rung 5 as it is */
+    CONFIG("128x128x8_w64x32_db",     128, 128,  8, 64, 32, 4, true,  1), /* the default */
+    CONFIG("128x128x16_w64x32_db",    128, 128, 16, 64, 32, 4, true,  1),
+    CONFIG("128x64x8_w64x32_db",      128,  64,  8, 64, 32, 4, true,  1),
+    CONFIG("64x128x8_w32x64_db",       64, 128,  8, 32, 64, 8, true,  1),
+    CONFIG("64x64x8_w32x32_db",        64,  64,  8, 32, 32, 4, true,  1), /* small, short k */
+    CONFIG("128x128x8_w64x64_db",     128, 128,  8, 64, 64, 8, true,  1),
+    CONFIG("256x128x8_w64x64_db",     256, 128,  8, 64, 64, 8, true,  1),
+    CONFIG("256x128x16_w64x64_db",    256, 128, 16, 64, 64, 8, true,  1), /* 48.5 KB: opts in */
+    CONFIG("128x128x8_w64x32_db_k2",  128, 128,  8, 64, 32, 4, true,  2), /* the fallback's */
+    CONFIG("128x128x8_w64x32_db_k4",  128, 128,  8, 64, 32, 4, true,  4), /* splits */
+    CONFIG("128x128x8_w64x64_db_k2",  128, 128,  8, 64, 64, 8, true,  2),
+    CONFIG("128x128x8_w64x64_db_k4",  128, 128,  8, 64, 64, 8, true,  4),
+    CONFIG("128x128x8_w64x64_db_k8",  128, 128,  8, 64, 64, 8, true,  8),
+    CONFIG("128x64x8_w64x32_db_k2",   128,  64,  8, 64, 32, 4, true,  2),
+    CONFIG("64x64x8_w32x32_db_k2",     64,  64,  8, 32, 32, 4, true,  2),
 };
 #define NUM_CONFIGS ((int)(sizeof CONFIGS / sizeof CONFIGS[0]))
 const struct tiled_config *const TILED_CONFIGS = CONFIGS;
 const int TILED_NUM_CONFIGS = NUM_CONFIGS;
 
-/* The documented default, for a device the table does not know: 128x128x8_w64x32_db, or
- * 64x64x8_w32x32_db when 128x128 tiles would leave SMs idle (fewer tiles than SMs). */
-#define DEFAULT_CONFIG 1
-#define SMALL_CONFIG 5
-
 extern "C" void matmul_warptiled(const float *d_a, const float *d_b, float *d_c, int m, int k, int n)
 {
-    matmul_warptiled_cfg<128, 128, 8, 64, 32, 4, false>(d_a, d_b, d_c, m, k, n);
+    matmul_warptiled_cfg<128, 128, 8, 64, 32, 4, false, 1>(d_a, d_b, d_c, m, k, n);
 }
 
 /* ---- rung 6: the configuration table --------------------------------------------------------
@@ -284,11 +366,25 @@ extern "C" void matmul_warptiled(const float *d_a, const float *d_b, float *d_c,
 
 struct tune_entry { int m, n, k, config; };
 
+/* The documented fallback, for a device the table does not know: the 128x128x8_w64x32_db
+ * tile. Where its tiles leave SMs idle (fewer tiles than SMs), k is split: the smallest S of 2
+ * and 4 that gives every SM a block (4 where 2 does not), as long as each slice keeps at least
+ * MIN_SLICE_K of k (a shorter slice spends much of its time filling the pipeline and adding
+ * its tile into C: a judgement, not a measurement). Where k is too short to split at all, the
+ * 64x64x8_w32x32_db tile, 4x as many blocks. The SM count is queried once, in tune_init. */
+#define MIN_SLICE_K 256
+enum { FALLBACK_S1, FALLBACK_S2, FALLBACK_S4, FALLBACK_SMALL, FALLBACKS };
+static const char *const FALLBACK_NAME[FALLBACKS] = {
+    "128x128x8_w64x32_db", "128x128x8_w64x32_db_k2", "128x128x8_w64x32_db_k4",
+    "64x64x8_w32x32_db",
+};
+
 static struct {
     int ready;
     char device[256];
     int sms;
     int fits[NUM_CONFIGS];
+    int fallback[FALLBACKS];   /* FALLBACK_NAME's indices in CONFIGS */
     struct tune_entry entry[MAX_ENTRIES];
     int entries;
 } tune;
@@ -350,13 +446,21 @@ static void tune_init(void)
     for (int i = 0; i < NUM_CONFIGS; i++)
         tune.fits[i] = (size_t)CONFIGS[i].smem_bytes <= prop.sharedMemPerBlockOptin &&
                        CONFIGS[i].threads <= prop.maxThreadsPerBlock;
+    for (int i = 0; i < FALLBACKS; i++) {
+        tune.fallback[i] = config_by_name(FALLBACK_NAME[i]);
+        if (tune.fallback[i] < 0) {
+            fprintf(stderr, "%s:%d: the fallback configuration %s is not in CONFIGS\n", __FILE__,
+                    __LINE__, FALLBACK_NAME[i]);
+            exit(EXIT_FAILURE);
+        }
+    }
     const char *path = getenv("TUNE_TABLE");
     tune_read(path && path[0] ? path : TUNE_DEFAULT_PATH);
     tune.ready = 1;
 }
 
 /* The table's entry nearest (m, n, k) in log space (a 2x change in any dimension counts the
- * same wherever it is), else the default. */
+ * same wherever it is), else the fallback above. */
 static int tune_pick(int m, int k, int n)
 {
     int best = -1;
@@ -372,9 +476,15 @@ static int tune_pick(int m, int k, int n)
     }
     if (best >= 0)
         return best;
-    if ((long)cdiv(m, 128) * cdiv(n, 128) < tune.sms && tune.fits[SMALL_CONFIG])
-        return SMALL_CONFIG;
-    return DEFAULT_CONFIG;
+    const long tiles = (long)cdiv(m, 128) * cdiv(n, 128);
+    int s = 1;
+    while (s < 4 && tiles * s < tune.sms && k / (2 * s) >= MIN_SLICE_K)
+        s *= 2;
+    if (s > 1)
+        return tune.fallback[s == 2 ? FALLBACK_S2 : FALLBACK_S4];
+    if (tiles < tune.sms && tune.fits[tune.fallback[FALLBACK_SMALL]])
+        return tune.fallback[FALLBACK_SMALL];
+    return tune.fallback[FALLBACK_S1];
 }
 
 extern "C" void matmul_tuned(const float *d_a, const float *d_b, float *d_c, int m, int k, int n)

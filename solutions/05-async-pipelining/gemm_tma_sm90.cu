@@ -17,10 +17,8 @@
  * wgmma. Measured there (2026-11-29): 194.5 TFLOP/s, 1.26x step 3 and 26% of cuBLAS BF16: the
  * fastest rung, still capped by mma.sync. The CPU backend cannot run TMA or inline PTX: this
  * file is left out of emu builds. */
-#include <cuda.h>          /* CUtensorMap and its enums; no driver call is linked (see below) */
-#include <cudaTypedefs.h>  /* PFN_cuTensorMapEncodeTiled_v12000 */
-
 #include "gemm_tile.cuh"
+#include "tma_sm90.cuh"  /* the mbarrier and TMA helpers, and make_map, shared with step 5 */
 
 extern "C" void gemm_ring(const gemm_bf16 *, const gemm_bf16 *, float *, int, int, int);
 
@@ -35,55 +33,6 @@ extern "C" void gemm_ring(const gemm_bf16 *, const gemm_bf16 *, float *, int, in
 #define TMA_STAGE_ELEMS (TMA_STAGE_A + TMA_STAGE_B)
 #define TMA_STAGE_BYTES (TMA_STAGE_ELEMS * 2)    /* 16 KB, what the full barrier waits for */
 #define TMA_SMEM (TMA_STAGES * TMA_STAGE_BYTES + SCRATCH_FLOATS * 4 + 2 * TMA_STAGES * 8)
-
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-
-static __device__ __forceinline__ uint32_t smem_u32(const void *p)
-{
-    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-static __device__ __forceinline__ void mbar_init(uint64_t *bar, uint32_t arrivals)
-{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(arrivals));
-}
-
-/* one arrival, and `bytes` more to come from the TMA unit before this phase completes */
-static __device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t *bar, uint32_t bytes)
-{
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)),
-                 "r"(bytes) : "memory");
-}
-
-static __device__ __forceinline__ void mbar_arrive(uint64_t *bar)
-{
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(bar)) : "memory");
-}
-
-/* spin until the phase of the given parity has completed */
-static __device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity)
-{
-    uint32_t done = 0;
-    while (!done)
-        asm volatile("{\n\t.reg .pred p;\n\t"
-                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
-                     "selp.u32 %0, 1, 0, p;\n\t}"
-                     : "=r"(done) : "r"(smem_u32(bar)), "r"(parity) : "memory");
-}
-
-/* one box of the tensor map at element coordinates (x: the contiguous dimension, y: rows)
- * into shared memory, its bytes counted on bar; the unit zero-fills what lies outside */
-static __device__ __forceinline__ void tma_load_2d(void *dst, const CUtensorMap *map, int x,
-                                                   int y, uint64_t *bar)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-                 " [%0], [%1, {%2, %3}], [%4];"
-                 ::"r"(smem_u32(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y),
-                   "r"(smem_u32(bar))
-                 : "memory");
-}
-
-#endif
 
 __global__ void __launch_bounds__(TMA_THREADS, 1)
 gemm_tma_kernel(const __grid_constant__ CUtensorMap map_a,
@@ -174,49 +123,6 @@ gemm_tma_kernel(const __grid_constant__ CUtensorMap map_a,
 #endif
 }
 
-/* cuTensorMapEncodeTiled is a driver API function. The runtime hands out the driver's entry
- * points (cudaGetDriverEntryPointByVersion, CUDA 12.5 and later), so nothing links -lcuda;
- * 12000 asks for the function as CUDA 12.0 defined it, which is the signature of
- * PFN_cuTensorMapEncodeTiled_v12000. */
-static PFN_cuTensorMapEncodeTiled_v12000 encode_tiled(void)
-{
-    static PFN_cuTensorMapEncodeTiled_v12000 fn;
-    if (!fn) {
-        void *p = NULL;
-        cudaDriverEntryPointQueryResult found;
-        CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000,
-                                                    cudaEnableDefault, &found));
-        if (found != cudaDriverEntryPointSuccess || !p) {
-            fprintf(stderr, "gemm_tma: the driver has no cuTensorMapEncodeTiled (status %d)\n",
-                    (int)found);
-            exit(EXIT_FAILURE);
-        }
-        fn = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
-    }
-    return fn;
-}
-
-/* A rows x cols row-major bf16 matrix, read in boxes of box_rows x box_cols; zeros outside. */
-static CUtensorMap make_map(const bf16 *base, int rows, int cols, int box_rows, int box_cols)
-{
-    CUtensorMap map;
-    cuuint64_t dims[2] = { (cuuint64_t)cols, (cuuint64_t)rows };  /* innermost first */
-    cuuint64_t strides[1] = { (cuuint64_t)cols * sizeof(bf16) };  /* bytes, a multiple of 16 */
-    cuuint32_t box[2] = { (cuuint32_t)box_cols, (cuuint32_t)box_rows };
-    cuuint32_t elem_strides[2] = { 1, 1 };
-    CUresult r = encode_tiled()(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2,
-                                const_cast<bf16 *>(base), dims, strides, box, elem_strides,
-                                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
-                                CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-                                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE /* zeros past the edges */);
-    if (r != CUDA_SUCCESS) {
-        fprintf(stderr, "gemm_tma: cuTensorMapEncodeTiled failed (CUresult %d) for %dx%d\n",
-                (int)r, rows, cols);
-        exit(EXIT_FAILURE);
-    }
-    return map;
-}
-
 extern "C" void gemm_tma(const gemm_bf16 *d_a, const gemm_bf16 *d_b, float *d_c, int m, int k,
                          int n)
 {
@@ -233,8 +139,8 @@ extern "C" void gemm_tma(const gemm_bf16 *d_a, const gemm_bf16 *d_b, float *d_c,
         fprintf(stderr, "gemm_tma: needs sm_90 (TMA); this device is sm_%d\n", major);
         exit(EXIT_FAILURE);
     }
-    CUtensorMap map_a = make_map(a, m, k, GEMM_BM, BOX_W);
-    CUtensorMap map_b = make_map(b, k, n, GEMM_BK, BOX_W);
+    CUtensorMap map_a = make_map("gemm_tma", a, m, k, GEMM_BM, BOX_W, CU_TENSOR_MAP_SWIZZLE_NONE);
+    CUtensorMap map_b = make_map("gemm_tma", b, k, n, GEMM_BK, BOX_W, CU_TENSOR_MAP_SWIZZLE_NONE);
     CUDA_CHECK(cudaFuncSetAttribute(gemm_tma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     TMA_SMEM));
     dim3 grid(cdiv(n, GEMM_BN), cdiv(m, GEMM_BM));
