@@ -20,6 +20,9 @@
  * Bank conflicts: rows padded by 8 bf16 (16 bytes) as in step 2. A row of the A tile is then
  * 144 bytes and of the B tile 528 bytes, both an odd multiple of 16, so the eight 16-byte rows
  * of one ldmatrix phase fall in eight different groups of four banks. */
+#include <stdint.h>
+#include <string.h>
+
 #include <cuda_pipeline.h>
 
 #include "gemm_tile.cuh"
@@ -47,38 +50,184 @@ struct ring_stage {
                   "stages start 128-byte aligned (wmma wants 32, cp.async 16)");
 };
 
-/* Like step 1's load_tile_sync, but the 16-byte pieces go by cp.async (zero-filled past the
- * edge, the source clamped to g); odd cols fall back to one bf16 at a time through registers. */
-template <int R, int C, int LDS>
-__device__ __forceinline__ void load_tile_async(bf16 *s, const bf16 *__restrict__ g, int rows,
-                                                int cols, int r0, int c0, bool vec)
+/* ---- the math, one level below WMMA ------------------------------------------------------
+ * WMMA's load_matrix_sync hides how a fragment reaches the registers, and for bf16 on sm_90
+ * the answer is plain 32-bit shared loads (LDS), four a fragment: the SASS of this step's first
+ * version showed no LDSM at all. ldmatrix (LDSM) loads four 8 x 8 matrices of 16-bit elements
+ * for the whole warp in one instruction, each lane giving the address of one 8-element row and
+ * receiving two elements of each matrix in the layout mma.sync wants. With it the warp issues
+ * 8 shared loads for 32 tensor-core instructions per 16 of k, instead of 32 and more.
+ *
+ * mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32, for lane l, g = l / 4, q = l % 4
+ * (PTX ISA, "Matrix Fragments for mma.m16n8k16"):
+ *   A (16 x 16, row-major), 4 registers of 2 bf16: a0 = A[g][2q..2q+1], a1 = A[g+8][2q..],
+ *     a2 = A[g][8+2q..], a3 = A[g+8][8+2q..];
+ *   B (16 x 8), 2 registers: b0 = B[2q..2q+1][g], b1 = B[8+2q..9+2q][g];
+ *   C, D (16 x 8 fp32), 4 floats: d0, d1 = D[g][2q], D[g][2q+1]; d2, d3 = the same in row g+8.
+ * ldmatrix.x4 gives exactly a0..a3 when lane l points at row l % 16, column 8 (l / 16) of the
+ * 16 x 16 A tile; ldmatrix.x4.trans, reading B's rows of k (n contiguous in shared memory),
+ * gives b0, b1 for two 8-column blocks when lane l points at row l % 16, column 8 (l / 16).
+ *
+ * The CPU backend has no PTX: there the same three functions are written with warp shuffles,
+ * element for element what the hardware delivers, so the addressing above is graded there too. */
+#ifdef HARNESS_EMU
+static inline uint32_t bf16_pair(const bf16 *lo, const bf16 *hi)
 {
-    if (!vec) {
-        load_tile_sync<R, C, LDS>(s, g, rows, cols, r0, c0, false);
-        return;
+    uint16_t l, h;
+    memcpy(&l, lo, 2);
+    memcpy(&h, hi, 2);
+    return (uint32_t)l | (uint32_t)h << 16;
+}
+static inline float bf16_lo(uint32_t v) { uint32_t b = v << 16; float f; memcpy(&f, &b, 4); return f; }
+static inline float bf16_hi(uint32_t v) { uint32_t b = v & 0xffff0000u; float f; memcpy(&f, &b, 4); return f; }
+#endif
+
+/* r[0..3] = the four 8 x 8 matrices whose rows lanes 0-7, 8-15, 16-23, 24-31 point at:
+ * this lane's row is base + off */
+__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const bf16 *base, int off)
+{
+#ifdef HARNESS_EMU
+    int lane = threadIdx.x % 32;
+    for (int mat = 0; mat < 4; mat++) {
+        int row = __shfl_sync(0xffffffffu, off, mat * 8 + lane / 4);
+        r[mat] = bf16_pair(base + row + 2 * (lane % 4), base + row + 2 * (lane % 4) + 1);
     }
-    static_assert(R * C / 8 % THREADS == 0, "every thread copies the same number of pieces");
-#pragma unroll
-    for (int i = 0; i < R * C / 8 / THREADS; i++) {
-        int v = threadIdx.x + i * THREADS;
-        int r = v / (C / 8), c = v % (C / 8) * 8;
-        int gr = r0 + r, gc = c0 + c;
-        bool inside = gr < rows && gc < cols;
-        __pipeline_memcpy_async(s + r * LDS + c, inside ? g + (size_t)gr * cols + gc : g, 16,
-                                inside ? 0 : 16);
-    }
+#else
+    unsigned a = (unsigned)__cvta_generic_to_shared(base + off);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a) : "memory");
+#endif
 }
 
-/* the stage's two copies: A's 128 x BK and B's BK x 256 at tile kt of k */
-template <int BK>
-__device__ __forceinline__ void load_stage(bf16 *st, const bf16 *__restrict__ a,
-                                           const bf16 *__restrict__ b, int m, int k, int n,
-                                           int row0, int col0, int kt, bool vec_a, bool vec_b)
+/* the same, each matrix transposed on the way: lane l gets rows 2 (l % 4) and 2 (l % 4) + 1 of
+ * column l / 4 */
+__device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], const bf16 *base, int off)
 {
-    typedef ring_stage<BK> S;
-    load_tile_async<RING_BM, BK, S::LDA>(st, a, m, k, row0, kt * BK, vec_a);
-    load_tile_async<BK, RING_BN, RING_LDB>(st + S::A, b, k, n, kt * BK, col0, vec_b);
+#ifdef HARNESS_EMU
+    int lane = threadIdx.x % 32;
+    for (int mat = 0; mat < 4; mat++) {
+        int row0 = __shfl_sync(0xffffffffu, off, mat * 8 + 2 * (lane % 4));
+        int row1 = __shfl_sync(0xffffffffu, off, mat * 8 + 2 * (lane % 4) + 1);
+        r[mat] = bf16_pair(base + row0 + lane / 4, base + row1 + lane / 4);
+    }
+#else
+    unsigned a = (unsigned)__cvta_generic_to_shared(base + off);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a) : "memory");
+#endif
 }
+
+/* d += a b for one 16 x 8 x 16 product, fragments as above */
+__device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                          uint32_t b1)
+{
+#ifdef HARNESS_EMU
+    int lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
+    float arow[2][16], bcol[2][16];  /* A's rows g and g + 8, B's columns 2q and 2q + 1 */
+    for (int src = 0; src < 4; src++) {
+        uint32_t a0 = __shfl_sync(0xffffffffu, a[0], 4 * g + src);
+        uint32_t a1 = __shfl_sync(0xffffffffu, a[1], 4 * g + src);
+        uint32_t a2 = __shfl_sync(0xffffffffu, a[2], 4 * g + src);
+        uint32_t a3 = __shfl_sync(0xffffffffu, a[3], 4 * g + src);
+        arow[0][2 * src] = bf16_lo(a0), arow[0][2 * src + 1] = bf16_hi(a0);
+        arow[1][2 * src] = bf16_lo(a1), arow[1][2 * src + 1] = bf16_hi(a1);
+        arow[0][8 + 2 * src] = bf16_lo(a2), arow[0][9 + 2 * src] = bf16_hi(a2);
+        arow[1][8 + 2 * src] = bf16_lo(a3), arow[1][9 + 2 * src] = bf16_hi(a3);
+        for (int c = 0; c < 2; c++) { /* column 2q + c is held by lanes 4 (2q + c) + 0..3 */
+            uint32_t x0 = __shfl_sync(0xffffffffu, b0, 4 * (2 * q + c) + src);
+            uint32_t x1 = __shfl_sync(0xffffffffu, b1, 4 * (2 * q + c) + src);
+            bcol[c][2 * src] = bf16_lo(x0), bcol[c][2 * src + 1] = bf16_hi(x0);
+            bcol[c][8 + 2 * src] = bf16_lo(x1), bcol[c][9 + 2 * src] = bf16_hi(x1);
+        }
+    }
+    for (int e = 0; e < 4; e++) {
+        float sum = d[e];
+        for (int kk = 0; kk < 16; kk++)
+            sum += arow[e / 2][kk] * bcol[e % 2][kk];
+        d[e] = sum;
+    }
+#else
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
+}
+
+/* One thread's share of a stage's copies. The pieces a thread copies sit at the same rows and
+ * columns of every tile, so their addresses and their row and column bounds are worked out
+ * once, and a new tile only moves along k. (The first version recomputed every piece's row,
+ * column, bounds and 64-bit offset on every stage: some 290 instructions a warp between the
+ * barrier and the first product, while the tensor cores waited.) 16-byte pieces by cp.async,
+ * zero-filled past the edge with the source clamped to the matrix's base; rows that are not
+ * 16-byte aligned (k or n not a multiple of 8) go one bf16 at a time through registers, as in
+ * step 1. */
+template <int BK>
+struct ring_copier {
+    typedef ring_stage<BK> S;
+    static constexpr int A_PIECES = RING_BM * BK / 8 / THREADS;   /* 4 a thread (BK = 64) */
+    static constexpr int B_PIECES = BK * RING_BN / 8 / THREADS;   /* 8 */
+    static constexpr int A_STEP = THREADS / (BK / 8);             /* rows between them: 32 */
+    static constexpr int B_STEP = THREADS / (RING_BN / 8);        /* 8 */
+    static_assert(RING_BM * BK / 8 % THREADS == 0 && BK * RING_BN / 8 % THREADS == 0,
+                  "every thread copies the same number of pieces");
+
+    const bf16 *a, *b;          /* the matrices */
+    const bf16 *a_src, *b_src;  /* this thread's first piece of A and of B in tile 0 */
+    int a_row, a_col;           /* that piece of A in the tile; the others A_STEP rows apart */
+    int b_row, b_col;           /* and of B; the others B_STEP rows apart */
+    unsigned a_rows_in;         /* bit i: piece i of A lies in a row < m */
+    bool b_col_in;              /* this thread's column of B is < n */
+    int m, k, n, row0, col0;
+    bool vec_a, vec_b;
+
+    __device__ __forceinline__ ring_copier(const bf16 *a_, const bf16 *b_, int m_, int k_, int n_,
+                                           int row0_, int col0_, bool vec_a_, bool vec_b_)
+        : a(a_), b(b_), m(m_), k(k_), n(n_), row0(row0_), col0(col0_), vec_a(vec_a_), vec_b(vec_b_)
+    {
+        a_row = threadIdx.x / (BK / 8);
+        a_col = threadIdx.x % (BK / 8) * 8;
+        b_row = threadIdx.x / (RING_BN / 8);
+        b_col = threadIdx.x % (RING_BN / 8) * 8;
+        a_rows_in = 0;
+#pragma unroll
+        for (int i = 0; i < A_PIECES; i++)
+            a_rows_in |= (unsigned)(row0 + a_row + i * A_STEP < m) << i;
+        b_col_in = col0 + b_col < n;
+        /* formed only where in range, so that no pointer past the matrix is ever made */
+        a_src = row0 + a_row < m ? a + (size_t)(row0 + a_row) * k + a_col : a;
+        b_src = b_col_in ? b + (size_t)b_row * n + col0 + b_col : b;
+    }
+
+    /* start the copies of tile kt into stage st */
+    __device__ __forceinline__ void issue(bf16 *st, int kt) const
+    {
+        const int k0 = kt * BK;
+        if (vec_a) {
+            const bool k_in = k0 + a_col < k;  /* k % 8 == 0: a piece is all in or all out */
+#pragma unroll
+            for (int i = 0; i < A_PIECES; i++) {
+                bool in = k_in && (a_rows_in >> i & 1);
+                const bf16 *src = in ? a_src + (size_t)i * A_STEP * k + k0 : a;
+                __pipeline_memcpy_async(st + (a_row + i * A_STEP) * S::LDA + a_col, src, 16,
+                                        in ? 0 : 16);
+            }
+        } else {
+            load_tile_sync<RING_BM, BK, S::LDA>(st, a, m, k, row0, k0, false);
+        }
+        if (vec_b) {
+#pragma unroll
+            for (int i = 0; i < B_PIECES; i++) {
+                bool in = b_col_in && k0 + b_row + i * B_STEP < k;
+                const bf16 *src = in ? b_src + (size_t)(k0 + i * B_STEP) * n : b;
+                __pipeline_memcpy_async(st + S::A + (b_row + i * B_STEP) * RING_LDB + b_col, src,
+                                        16, in ? 0 : 16);
+            }
+        } else {
+            load_tile_sync<BK, RING_BN, RING_LDB>(st + S::A, b, k, n, k0, col0, false);
+        }
+    }
+};
 
 /* the dynamic shared memory of a launch (declared at file scope: one name for every
  * instantiation of the template below) */
@@ -90,28 +239,37 @@ gemm_ring_kernel(const bf16 *__restrict__ a, const bf16 *__restrict__ b, float *
                  int m, int k, int n, bool vec_a, bool vec_b)
 {
 #if GEMM_BF16_MMA
-    /* stage s: A at smem + s * S::ELEMS, B right after it; then the scratch for the store of C */
+    /* stage s: A at smem + s * S::ELEMS, B right after it */
     typedef ring_stage<BK> S;
-    float *s_scratch = reinterpret_cast<float *>(smem + STAGES * S::ELEMS);
 
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     int warp_row = warp / (RING_BN / RING_WN), warp_col = warp % (RING_BN / RING_WN);
     int row0 = blockIdx.y * RING_BM, col0 = blockIdx.x * RING_BN;
     int tiles = cdiv(k, BK);
 
-    frag_c acc[RING_FM][RING_FN];
+    /* 4 x 8 products of 16 x 8 make the warp's 64 x 64: 128 accumulators a lane */
+    float acc[RING_FM][2 * RING_FN][4];
 #pragma unroll
     for (int i = 0; i < RING_FM; i++)
 #pragma unroll
-        for (int j = 0; j < RING_FN; j++)
-            wmma::fill_fragment(acc[i][j], 0.0f);
+        for (int j = 0; j < 2 * RING_FN; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                acc[i][j][e] = 0.0f;
+
+    /* this lane's ldmatrix rows, in elements from the start of a stage's A and B tiles (the
+     * layouts in the comment above the helpers) */
+    const int a_off = (warp_row * RING_WM + lane % 16) * S::LDA + (lane / 16) * 8;
+    const int b_off = (lane % 16) * RING_LDB + warp_col * RING_WN + (lane / 16) * 8;
+
+    const ring_copier<BK> copier(a, b, m, k, n, row0, col0, vec_a, vec_b);
 
     /* prologue: tiles 0 .. STAGES - 2 in flight, one commit group each (empty groups past the
      * last tile keep the count of groups, and so wait_prior's argument, the same) */
 #pragma unroll
     for (int s = 0; s < STAGES - 1; s++) {
         if (s < tiles)
-            load_stage<BK>(smem + s * S::ELEMS, a, b, m, k, n, row0, col0, s, vec_a, vec_b);
+            copier.issue(smem + s * S::ELEMS, s);
         __pipeline_commit();
     }
 
@@ -119,55 +277,62 @@ gemm_ring_kernel(const bf16 *__restrict__ a, const bf16 *__restrict__ b, float *
         /* of this thread's groups, all but the STAGES - 2 youngest are done: tile t's included */
         __pipeline_wait_prior(STAGES - 2);
         /* everyone's copies of tile t have landed, and everyone has finished tile t - 1, whose
-         * stage the copy below refills */
+         * stage the copies issued in this step refill */
         __syncthreads();
-        int fill = t + STAGES - 1;
-        if (fill < tiles)
-            load_stage<BK>(smem + (fill % STAGES) * S::ELEMS, a, b, m, k, n, row0, col0, fill,
-                           vec_a, vec_b);
-        __pipeline_commit();
-
         const bf16 *s_a = smem + (t % STAGES) * S::ELEMS;
         const bf16 *s_b = s_a + S::A;
-        /* unrolled by two, not four: four steps' fragments at once spill (255 registers); two
-         * let one step's loads overlap the other's mma_sync with 0 bytes spilled */
-#pragma unroll 2
+        const int fill = t + STAGES - 1;
+        /* unrolled whole: the next steps' loads go out while this step's products run (210
+         * registers a thread for 64 of k, no spill) */
+#pragma unroll
         for (int kk = 0; kk < BK; kk += 16) {
-            frag_a fa[RING_FM];
-            frag_b fb[RING_FN];
+            uint32_t fa[RING_FM][4], fb[RING_FN][4];
 #pragma unroll
             for (int i = 0; i < RING_FM; i++)
-                wmma::load_matrix_sync(fa[i], s_a + (warp_row * RING_WM + i * 16) * S::LDA + kk,
-                                       S::LDA);
+                ldsm_x4(fa[i], s_a, a_off + i * 16 * S::LDA + kk);
 #pragma unroll
-            for (int j = 0; j < RING_FN; j++)
-                wmma::load_matrix_sync(fb[j], s_b + kk * RING_LDB + warp_col * RING_WN + j * 16,
-                                       RING_LDB);
+            for (int jj = 0; jj < RING_FN; jj++)   /* 16 columns, two blocks of 8, a load */
+                ldsm_x4_trans(fb[jj], s_b, b_off + kk * RING_LDB + jj * 16);
 #pragma unroll
             for (int i = 0; i < RING_FM; i++)
 #pragma unroll
-                for (int j = 0; j < RING_FN; j++)
-                    wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
+                for (int j = 0; j < 2 * RING_FN; j++)
+                    mma_16816(acc[i][j], fa[i], fb[j / 2][(j % 2) * 2], fb[j / 2][(j % 2) * 2 + 1]);
+            /* the refill of the stage tile t - 1 used goes out once the first products are
+             * queued, so the tensor cores are busy while the warps issue the copies */
+            if (kk == 0 && fill < tiles)
+                copier.issue(smem + (fill % STAGES) * S::ELEMS, fill);
         }
+        __pipeline_commit();
     }
 
-    /* the store of C, as in step 1 (store_c_tile), for a 64 x 64 warp tile: each fragment
-     * through the warp's 16 x 16 scratch, copied out with a bounds check */
-    float *scratch = s_scratch + warp * 256;
-    int wr0 = row0 + warp_row * RING_WM, wc0 = col0 + warp_col * RING_WN;
+    /* the store of C straight from the accumulators: lane (g, q) holds rows g and g + 8,
+     * columns 2q and 2q + 1 of each 16 x 8 product; a warp's store writes 8 rows of 32
+     * contiguous bytes. Pairs go as one 8-byte store where n is even (then every pair is
+     * 8-byte aligned), else one float at a time; each element is bounds-checked. */
+    const int g = lane / 4, q = lane % 4;
+    const bool pairs = n % 2 == 0 && (reinterpret_cast<uintptr_t>(c) & 7) == 0;
 #pragma unroll
     for (int i = 0; i < RING_FM; i++)
 #pragma unroll
-        for (int j = 0; j < RING_FN; j++) {
-            wmma::store_matrix_sync(scratch, acc[i][j], 16, wmma::mem_row_major);
-            __syncwarp(); /* every lane's part of the tile is in the scratch */
-            for (int e = lane; e < 256; e += 32) {
-                int row = wr0 + i * 16 + e / 16, col = wc0 + j * 16 + e % 16;
-                if (row < m && col < n)
-                    c[(size_t)row * n + col] = scratch[e];
+        for (int j = 0; j < 2 * RING_FN; j++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                int row = row0 + warp_row * RING_WM + i * 16 + g + 8 * h;
+                int col = col0 + warp_col * RING_WN + j * 8 + 2 * q;
+                if (row >= m)
+                    continue;
+                float *dst = c + (size_t)row * n + col;
+                if (pairs && col + 1 < n)
+                    *reinterpret_cast<float2 *>(dst) = make_float2(acc[i][j][2 * h],
+                                                                   acc[i][j][2 * h + 1]);
+                else {
+                    if (col < n)
+                        dst[0] = acc[i][j][2 * h];
+                    if (col + 1 < n)
+                        dst[1] = acc[i][j][2 * h + 1];
+                }
             }
-            __syncwarp(); /* read before the next fragment overwrites it */
-        }
 #else
     __trap(); /* sm_75: no bf16 tensor cores */
 #endif
@@ -194,9 +359,8 @@ template <int STAGES>
 static void gemm_ring_n(const gemm_bf16 *d_a, const gemm_bf16 *d_b, float *d_c, int m, int k, int n)
 {
     const bf16 *a = reinterpret_cast<const bf16 *>(d_a), *b = reinterpret_cast<const bf16 *>(d_b);
-    const size_t scratch = SCRATCH_FLOATS * sizeof(float);
-    const size_t need64 = STAGES * ring_stage<64>::BYTES + scratch;
-    const size_t need32 = STAGES * ring_stage<32>::BYTES + scratch;
+    const size_t need64 = STAGES * ring_stage<64>::BYTES;
+    const size_t need32 = STAGES * ring_stage<32>::BYTES;
     int dev = 0, optin = 0;
     CUDA_CHECK(cudaGetDevice(&dev));
     CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
