@@ -4,8 +4,12 @@
 load "plots/style.gp"
 
 ceiling = "cublas"
-# the sweep's rows ("stages:N") are not rungs
-stats data using (strstrt(strcol(KERNEL), "stages:") ? 0 : _add(strcol(KERNEL))) nooutput
+# the sweep's rows ("stages:N") are not rungs, nor is the roof of the mma.sync path
+stats data using (strstrt(strcol(KERNEL), "stages:") || strcol(KERNEL) eq "mma_sync_peak" ? \
+    0 : _add(strcol(KERNEL))) nooutput
+mma_peak = NaN
+stats data using (strcol(KERNEL) eq "mma_sync_peak" ? (mma_peak = column(GFLOPS) / 1000, 0) : 0) \
+    nooutput
 # m = k = n: a square problem
 square(s) = (strstrt(s, "x") == 0) ? 0 : \
     (size(s) == size(s[strstrt(s, "x") + 1:]) && \
@@ -34,7 +38,8 @@ plot for [i = 1:words(rungs)] data using (sq(0) == sq(0) ? size(strcol(SHAPE)) :
          (strcol(KERNEL) eq word(rungs, i) ? sq(GFLOPS) / 1000 : NaN) \
          with linespoints lt i title word(rungs, i), \
      data using (size(strcol(SHAPE))):(strcol(KERNEL) eq "cublas" ? sq(GFLOPS) / 1000 : NaN) \
-         with linespoints lt 8 title "cuBLAS BF16"
+         with linespoints lt 8 title "cuBLAS BF16", \
+     mma_peak with lines dt 2 lt 8 title "mma.sync roof"
 
 # top right: tma's 3.1x at 1024 sits where a top-left key would be
 set key top right

@@ -607,6 +607,38 @@ static const struct shape BENCH_SHAPES[] = {
                             * rungs (steps 4 and 5) hand it to step 3 */
 };
 
+/* Step 3's file offers the roof of the mma.sync path (no memory traffic, see gemm_ring.cu);
+ * weak, because the learner's build links no such file. */
+extern void gemm_mma_sync_peak(float *d_sink, int blocks, int iters) __attribute__((weak));
+
+struct peak_launch {
+    float *d_sink;
+    int blocks, iters;
+};
+
+static void run_peak(void *ctx)
+{
+    struct peak_launch *l = ctx;
+    gemm_mma_sync_peak(l->d_sink, l->blocks, l->iters);
+}
+
+/* the row "mma_sync_peak": 4 blocks of 8 warps an SM, each warp 8 x 4096 products */
+static int bench_mma_peak(struct results *out, const struct device_info *info)
+{
+    struct peak_launch l = { NULL, 4 * info->sms, 4096 };
+    l.d_sink = dbuf_alloc(256 * sizeof(float), "d_sink");
+    struct timing t = gpu_time(run_peak, &l, 2, 10);
+    dbuf_free(l.d_sink);
+    double flops = 2.0 * 16 * 8 * 16 * 8.0 * l.iters * 8.0 * l.blocks;
+    double gflops = flops / (t.median_ms * 1e-3) / 1e9;
+    char shape[48];
+    snprintf(shape, sizeof shape, "%dx8warps", l.blocks);
+    results_row(out, CHAPTER, "mma_sync_peak", shape, t.median_ms, 0.0, gflops);
+    printf("%-16s %-10s %10.4f %10.1f   (no memory: the roof of steps 1-3)\n", shape,
+           "mma_sync_peak", t.median_ms, gflops / 1e3);
+    return 0;
+}
+
 static int bench(const char *path)
 {
     struct device_info info;
@@ -666,6 +698,8 @@ static int bench(const char *path)
         }
         problem_free(&p);
     }
+    if (gemm_mma_sync_peak && cc >= 80 && bench_mma_peak(&out, &info) != 0)
+        return EXIT_FAILURE;
     results_close(&out);
     printf("bench: wrote %s\n", path);
     return EXIT_SUCCESS;

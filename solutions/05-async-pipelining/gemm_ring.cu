@@ -391,3 +391,47 @@ void gemm_ring_4(const gemm_bf16 *d_a, const gemm_bf16 *d_b, float *d_c, int m, 
     gemm_ring_n<4>(d_a, d_b, d_c, m, k, n);
 }
 }
+
+/* ---- the ceiling of this path ------------------------------------------------------------
+ * How fast can mma.sync go on this GPU with no memory traffic at all? Every warp multiplies
+ * register fragments into 8 independent accumulators, iters times: nothing to load, nothing to
+ * wait for but the tensor cores. The bench (grade --bench) times it as the row "mma_sync_peak",
+ * the roof of steps 1 to 3, against which their share of cuBLAS (which uses wgmma) is read. */
+__global__ void __launch_bounds__(THREADS)
+mma_sync_peak_kernel(float *sink, int iters)
+{
+#if GEMM_BF16_MMA && !defined(HARNESS_EMU)
+    uint32_t a[4], b0 = 0x3c003c00u ^ threadIdx.x, b1 = b0 ^ 0x10001u; /* bf16 near 0.008 */
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+        a[i] = 0x3c003c00u ^ (threadIdx.x + i);
+    float acc[8][4];
+#pragma unroll
+    for (int j = 0; j < 8; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            acc[j][e] = 0.0f;
+    for (int it = 0; it < iters; it++)
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+            mma_16816(acc[j], a, b0, b1);
+    float sum = 0.0f;
+#pragma unroll
+    for (int j = 0; j < 8; j++)
+        sum += acc[j][0] + acc[j][1] + acc[j][2] + acc[j][3];
+    if (sum == 1234.5f) /* never, but the compiler cannot know: the products must be made */
+        sink[threadIdx.x] = sum;
+#else
+    __trap(); /* sm_75 has no bf16 mma; the CPU backend times nothing */
+#endif
+}
+
+extern "C" {
+/* blocks of 8 warps, each warp iters x 8 products of 16 x 8 x 16: 2 * 16 * 8 * 16 * 8 * iters
+ * * 8 * blocks FLOP. d_sink: THREADS floats, written only in the impossible case. */
+void gemm_mma_sync_peak(float *d_sink, int blocks, int iters)
+{
+    mma_sync_peak_kernel<<<blocks, THREADS>>>(d_sink, iters);
+    CUDA_CHECK(cudaGetLastError());
+}
+}
