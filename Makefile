@@ -79,6 +79,16 @@ build/cuda/%.o: %.cu build/cuda/.nvccflags
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) $(CU_INC) -c $< -o $@
 
+# wgmma and setmaxnreg exist only in sm_90a code, which runs on compute capability 9.0 alone:
+# the files that use them (*_sm90a.cu, and chapter 05's step 5) are built for sm_90a in place of
+# sm_90 when ARCH has 90, cubin and PTX alike, so that a 9.0 device finds no sm_90 image to pick
+# instead; for every other target their kernels compile to a trap.
+comma := ,
+to_90a = $(subst arch=compute_90$(comma)code=$1_90,arch=compute_90a$(comma)code=$1_90a,$2)
+SM90A_NVCCFLAGS := $(call to_90a,sm,$(call to_90a,compute,$(NVCCFLAGS)))
+build/cuda/%_sm90a.o: private NVCCFLAGS := $(SM90A_NVCCFLAGS)
+build/cuda/solutions/05-async-pipelining/gemm_wgmma_sm90.o: private NVCCFLAGS := $(SM90A_NVCCFLAGS)
+
 build/cuda/harness/%.o: harness/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(CPPFLAGS_cuda) -c $< -o $@
@@ -269,13 +279,16 @@ book: deps-book build/book.pdf
 clean:
 	rm -rf build
 
-# ---- profile (CPU backend) -----------------------------------------------------------------
+# ---- profile (CPU backend, and Nsight Compute on a GPU) ------------------------------------
 
-# make profile CH=02 [KERNEL=name] [SOLUTIONS=1]: the chapter's rungs built with the emu's
-# instrumented build and run once on a small shape; per kernel and source line: global
-# requests and sectors per request, shared wavefronts per request, divergent branches per
-# warp; the first out-of-bounds access stops the kernel with its thread and line.
-# harness/emu/README.md ("Profiling") gives the model; harness/profile.sh runs it.
+# make profile CH=02 [KERNEL=name] [SOLUTIONS=1] [BACKEND=auto|emu|cuda]: the chapter's rungs,
+# each run once on a small shape. On the CPU backend (emu), built with the emu's instrumented
+# build: per kernel and source line, global requests and sectors per request, shared
+# wavefronts per request, divergent branches per warp; the first out-of-bounds access stops
+# the kernel with its thread and line. With BACKEND=cuda (or auto, where a GPU answers and
+# Nsight Compute is installed), the same driver built for the GPU, each rung under ncu: the
+# same columns per kernel. harness/emu/README.md ("Profiling") gives the model;
+# harness/profile.sh runs it, harness/ncu-run.sh and harness/ncu-table.awk are the ncu side.
 PROFILE_CHAPTERS := $(filter 01-% 02-% 03-% 04-%,$(CHAPTERS_ALL))
 
 define profile_rule
@@ -286,6 +299,25 @@ build/emu-prof/$1/$2/profile_main.o: harness/emu/prof/profile_main.c chapters/$2
 	$(CC) $(CFLAGS) $(CPPFLAGS_emu) -Ichapters/$2 -c $$< -o $$@
 endef
 $(foreach s,chapters solutions,$(foreach c,$(PROFILE_CHAPTERS),$(eval $(call profile_rule,$s,$c))))
+
+# the same driver for the GPU: the chapter's kernel objects (as the graders use them) and the
+# CUDA runtime, nothing else (no Check: it runs where nothing but the driver is installed)
+define profile_cuda_rule
+build/cuda/$1/$2/profile: build/cuda/$1/$2/profile_main.o $(patsubst %.cu,build/cuda/%.o,$(call cu_sources,$1,$2))
+	$(CXX) -o $$@ $$(filter %.o,$$^) -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lpthread
+build/cuda/$1/$2/profile_main.o: harness/emu/prof/profile_main.c chapters/$2/*.h
+	@mkdir -p $$(@D)
+	$(CC) $(CFLAGS) $(CPPFLAGS_cuda) -Ichapters/$2 -c $$< -o $$@
+endef
+$(foreach s,chapters solutions,$(foreach c,$(PROFILE_CHAPTERS),$(eval $(call profile_cuda_rule,$s,$c))))
+
+# every profile driver, both backends and sides: what a GPU visit needs for `make profile
+# BACKEND=cuda` and `make calibrate` without building there (`make gpu-build` includes it)
+PROFILE_DRIVERS := $(foreach b,cuda emu-prof,$(foreach s,chapters solutions,\
+                     $(foreach c,$(PROFILE_CHAPTERS),build/$b/$s/$c/profile)))
+.PHONY: profile-build
+profile-build: $(PROFILE_DRIVERS)
+gpu-build: profile-build
 
 # The concept tests of chapters 02-04 (tests/concept.h): on the CPU backend the grader
 # build/emu/X/grade runs the profile driver build/emu-prof/X/profile --tsv yours, so each emu
@@ -306,3 +338,65 @@ $(foreach m,$(filter $(addsuffix /%,$(CONCEPT_CHAPTERS)),$(MUTANTS)),\
 profile:
 	@CHAPTERS="$(CHAPTERS)" PROFILE_CHAPTERS="$(PROFILE_CHAPTERS)" SIDE="$(SIDE)" \
 	  BACKEND="$(BACKEND)" KERNEL="$(KERNEL)" MAKE="$(MAKE)" harness/profile.sh
+
+# make calibrate, on a GPU with Nsight Compute: every rung of the solutions of chapters 01-04,
+# the model's counts against ncu's, into CALIBRATION (one row per rung and metric, with the
+# device, driver and date); the book's copy is plots/data/h200/profile-calibration.tsv.
+# harness/calibrate.sh runs it; it needs no make on the GPU machine (make profile-build here).
+CALIBRATION ?= build/results/profile-calibration.tsv
+.PHONY: calibrate
+calibrate: profile-build
+	@PROFILE_CHAPTERS="$(PROFILE_CHAPTERS)" harness/calibrate.sh $(CALIBRATION)
+
+# the book shows the committed calibration (book/measured.lua), or says it was not measured
+build/book.pdf: $(wildcard $(PLOT_DATA)/profile-calibration.tsv)
+
+# ---- sanitize ------------------------------------------------------------------------------
+
+# make sanitize CH=02 [SOLUTIONS=1] [MUTANT=name] [TOOLS="memcheck racecheck"]: the chapter's
+# grader in quick mode (GRADE_QUICK=1: no timed tests, no shape over GRADE_QUICK_WORK) under
+# compute-sanitizer's memcheck (--leak-check full), racecheck, synccheck and initcheck on a GPU;
+# on the CPU backend under the emu's instrumented build, whose check of every global and shared
+# access before it happens, and of every barrier, stands in for memcheck and synccheck. A
+# summary per tool; exit status 0 only when no tool found an error. MUTANT=name sanitizes the
+# known-bug kernel tests/mutants/CH/name.patch. `make sanitize-record` writes the table of every
+# solution into build/results/sanitize.tsv (on a GPU; harness/gpu-run.sh with SANITIZE=1 does the
+# same from a `make gpu-build`). harness/sanitize.sh runs both.
+MUTANT ?=
+TOOLS  ?= memcheck racecheck synccheck initcheck
+
+# The instrumented CPU-backend graders: a chapter's grader linked with its kernel files built
+# instrumented (build/emu-prof/...o) and the instrumented runtime. They live under
+# build/emu/sanitize/, so that the concept tests of 02-04 find a profile driver beside them
+# (tests/concept.h: build/emu/X/grade runs build/emu-prof/X/profile): a copy of the plain one.
+define sanitize_emu_rule
+build/emu/sanitize/$1/$2/grade: build/emu/tests/$2.o $(patsubst %.cu,build/emu-prof/%.o,$(call backend_sources,emu,$(call cu_sources,$1,$2))) build/emu/libharness.a $(EMU_PROF_LIB)
+	@mkdir -p $$(@D)
+	$(CXX) -o $$@ $$(filter %.o,$$^) build/emu/libharness.a $(EMU_PROF_LIB) $(CHECK_LIBS) $(EMU_LDLIBS)
+endef
+$(foreach s,chapters solutions,$(foreach c,$(CHAPTERS_ALL),$(eval $(call sanitize_emu_rule,$s,$c))))
+define sanitize_emu_mutant_rule
+build/emu/sanitize/mutants/$1/grade: build/emu/tests/$2.o build/emu-prof/build/mutants/$1/$(3:.cu=.o) $(patsubst %.cu,build/emu-prof/%.o,$(call backend_sources,emu,$(filter-out %/$3,$(call cu_sources,solutions,$2)))) build/emu/libharness.a $(EMU_PROF_LIB)
+	@mkdir -p $$(@D)
+	$(CXX) -o $$@ $$(filter %.o,$$^) build/emu/libharness.a $(EMU_PROF_LIB) $(CHECK_LIBS) $(EMU_LDLIBS)
+endef
+$(foreach m,$(MUTANTS),$(eval $(call sanitize_emu_mutant_rule,$m,$(call mutant_chapter,$m),$(call mutant_file,$m))))
+build/emu-prof/sanitize/%/profile: build/emu-prof/%/profile
+	@mkdir -p $(@D)
+	cp $< $@
+$(foreach s,chapters solutions,$(foreach c,$(CONCEPT_CHAPTERS),\
+  $(eval build/emu/sanitize/$s/$c/grade: | build/emu-prof/sanitize/$s/$c/profile)))
+$(foreach m,$(filter $(addsuffix /%,$(CONCEPT_CHAPTERS)),$(MUTANTS)),\
+  $(eval build/emu/sanitize/mutants/$m/grade: | build/emu-prof/sanitize/mutants/$m/profile))
+
+.PHONY: sanitize sanitize-record
+sanitize: deps-grade
+	@CHAPTERS="$(CHAPTERS)" CHAPTERS_ALL="$(CHAPTERS_ALL)" CH="$(CH)" SIDE="$(SIDE)" \
+	  BACKEND="$(BACKEND)" MUTANT="$(MUTANT)" TOOLS="$(TOOLS)" MAKE="$(MAKE)" harness/sanitize.sh
+# every solution, then the canary: a known-bug kernel that memcheck must catch
+sanitize-record: deps-grade
+	@rm -f build/results/sanitize.tsv; \
+	CHAPTERS="$(CHAPTERS_ALL)" SIDE=solutions MUTANT= BACKEND="$(BACKEND)" TOOLS="$(TOOLS)" \
+	  MAKE="$(MAKE)" harness/sanitize.sh --record build/results/sanitize.tsv; s=$$?; \
+	CHAPTERS=01-naive-matmul MUTANT=no-bounds-check BACKEND="$(BACKEND)" TOOLS=memcheck \
+	  MAKE="$(MAKE)" harness/sanitize.sh --record build/results/sanitize.tsv && exit $$s

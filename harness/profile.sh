@@ -1,17 +1,78 @@
 #!/usr/bin/env bash
 # profile.sh: what `make profile` runs. For each chapter of CHAPTERS that has a profile driver
-# (PROFILE_CHAPTERS), build its rungs on SIDE (chapters or solutions) with the emu backend's
-# instrumented build and run them once on a small shape (harness/emu/prof/profile_main.c):
-# per kernel and source line, global requests and sectors per request, shared wavefronts per
-# request, divergent branches per warp (harness/emu/README.md, "Profiling").
-#   KERNEL=name   only that rung (names as in the chapter's rung table)
-#   BACKEND=cuda  not yet: Nsight Compute's side of the table is to come
+# (PROFILE_CHAPTERS), build its rungs on SIDE (chapters or solutions) and run each once on a
+# small shape (harness/emu/prof/profile_main.c), on one of two backends:
+#   emu    the CPU backend's instrumented build: per kernel and source line, global requests
+#          and sectors per request, shared wavefronts per request, divergent branches per warp
+#          (a model: harness/emu/README.md, "Profiling")
+#   cuda   the same driver built for the GPU, each rung under Nsight Compute
+#          (harness/ncu-run.sh): the same columns and the same total line, per kernel
+#          (harness/ncu-table.awk). Needs a GPU and ncu; says which is missing, and fails.
+#   auto   (the default) cuda where a GPU answers and ncu is installed, else emu
+# Environment, from the Makefile: CHAPTERS, PROFILE_CHAPTERS, SIDE, BACKEND, KERNEL, MAKE.
+#   KERNEL=name        only that rung (names as in the chapter's rung table; in chapter 03
+#                      "pair/name", or either half)
+#   NCU=path           the ncu to run (harness/ncu-run.sh --which says which one it finds)
+#   GPU_PROBE=command  how to ask whether a GPU answers (default build/cuda/probe): its exit
+#                      status says, its output names the device
+#   NO_BUILD=1         run the drivers (and the probe) as they are, build nothing: on a GPU
+#                      machine, what `make gpu-build` built on the development machine
+#                      (harness/profile.sh can run without make: set CHAPTERS, PROFILE_CHAPTERS,
+#                      SIDE and BACKEND as the Makefile would)
 set -uo pipefail
 make_=${MAKE:-make}
+[[ ${NO_BUILD:-0} == 1 ]] && make_=true
 side=${SIDE:-chapters}
-if [[ ${BACKEND:-auto} == cuda ]]; then
-    echo "profile: BACKEND=cuda (Nsight Compute) is not written yet; this runs the CPU model" >&2
+backend=${BACKEND:-auto}
+case $backend in
+    auto|cuda|emu) ;;
+    *) echo "profile: BACKEND=$backend: choose auto, cuda or emu" >&2; exit 2 ;;
+esac
+
+# does a GPU answer? sets device (its name, or why not)
+gpu_answers() {
+    if [[ -n ${GPU_PROBE:-} ]]; then
+        device=$($GPU_PROBE 2>&1)
+        return
+    fi
+    $make_ --no-print-directory -s build/cuda/probe >/dev/null 2>&1
+    if [[ ! -x build/cuda/probe ]]; then
+        device="build/cuda/probe does not build here (make gpu-build builds it)"
+        return 1
+    fi
+    device=$(build/cuda/probe 2>&1)
+}
+
+if [[ $backend != emu ]]; then
+    gpu=0
+    gpu_answers && gpu=1
+    ncu_ok=0
+    harness/ncu-run.sh --which >/dev/null 2>&1 && ncu_ok=1
+    if [[ $gpu == 1 && $ncu_ok == 1 ]]; then
+        backend=cuda
+    elif [[ $backend == cuda ]]; then
+        [[ $gpu == 1 ]] || echo "profile: BACKEND=cuda, but no GPU answered: $device" >&2
+        [[ $ncu_ok == 1 ]] || harness/ncu-run.sh --which 2>&1 >/dev/null | sed 's/^ncu-run/profile/' >&2
+        echo "profile: Nsight Compute's counts need both; \`make profile\` without BACKEND=cuda" \
+             "runs the CPU backend's model" >&2
+        exit 1
+    else
+        [[ $gpu == 1 ]] && echo "profile: a GPU answered ($device), but Nsight Compute (ncu) is" \
+                                "not installed: the CPU backend's model instead"
+        backend=emu
+    fi
 fi
+
+# the rungs of a driver that KERNEL selects (all without KERNEL)
+rungs_of() {
+    local r
+    for r in $("$1" --list); do
+        if [[ -z ${KERNEL:-} || $r == "$KERNEL" || $r == "$KERNEL"/* || $r == */"$KERNEL" ]]; then
+            echo "$r"
+        fi
+    done
+}
+
 status=0 ran=0
 for c in ${CHAPTERS:-}; do
     if [[ " ${PROFILE_CHAPTERS:-} " != *" $c "* ]]; then
@@ -19,15 +80,37 @@ for c in ${CHAPTERS:-}; do
             echo "profile: $c has no profile driver (chapters 01-04 have one)" >&2
         continue
     fi
-    bin=build/emu-prof/$side/$c/profile
-    if ! $make_ --no-print-directory -s "$bin"; then
-        echo "profile: $c ($side) does not build" >&2
+    if [[ $backend == emu ]]; then
+        bin=build/emu-prof/$side/$c/profile
+    else
+        bin=build/cuda/$side/$c/profile
+    fi
+    if ! $make_ --no-print-directory -s "$bin" || [[ ! -x $bin ]]; then
+        echo "profile: $c ($side) does not build$([[ ${NO_BUILD:-0} == 1 ]] && echo ": NO_BUILD=1, and there is no $bin")" >&2
         status=1
         continue
     fi
-    echo "# $c ($side), instrumented emu build (g++ -O1 -fno-tree-vectorize): a model, not a GPU measurement"
-    KERNEL=${KERNEL:-} "$bin" || status=1
     ran=$((ran + 1))
+    if [[ $backend == emu ]]; then
+        echo "# $c ($side), instrumented emu build (g++ -O1 -fno-tree-vectorize): a model, not a GPU measurement"
+        KERNEL=${KERNEL:-} "$bin" || status=1
+        continue
+    fi
+    rungs=$(rungs_of "$bin")
+    if [[ -z $rungs ]]; then
+        echo "profile: $c has no rung named '$KERNEL'; the rungs are: $("$bin" --list | tr '\n' ' ')" >&2
+        status=1
+        continue
+    fi
+    echo "# $c ($side), Nsight Compute on $device: per kernel, counted on the GPU (--clock-control none)"
+    for r in $rungs; do
+        csv=build/ncu/$side/$c/${r//\//-}.csv
+        if harness/ncu-run.sh "$bin" "$r" "$csv"; then
+            awk -f harness/ncu-table.awk -v mode=table "$csv" || status=1
+        else
+            status=1
+        fi
+    done
 done
 [[ $ran -gt 0 ]] || { echo "profile: nothing to profile in '${CHAPTERS:-}'" >&2; exit 1; }
 exit $status

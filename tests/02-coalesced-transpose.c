@@ -3,7 +3,8 @@
  *   grade            correctness on edge shapes, exactly (a transpose moves bits, it computes
  *                    nothing), twice each on fresh inputs; on a GPU, transpose at least 70% of
  *                    copy_same_bytes's bandwidth at 8192x8192, both measured in the same run,
- *                    with transpose_naive measured beside them for scale
+ *                    with transpose_naive measured beside them for scale; on the CPU backend,
+ *                    the concept tests: coalesced global accesses, conflict-free shared ones
  *   grade --bench F  every rung of the linked transpose.cu and the copy kernel over a range of
  *                    square sizes, as tab-separated rows in F (GPU only)
  *
@@ -38,7 +39,7 @@ static const struct shape CPU_SHAPES[] = {
 };
 #define NSHAPES ((int)(sizeof GPU_SHAPES / sizeof GPU_SHAPES[0]))
 
-static int CORRECT, SPEED, COALESCED;
+static int CORRECT, SPEED, COALESCED, CONFLICT_FREE;
 
 static const struct shape *shapes(void)
 {
@@ -204,6 +205,8 @@ static void problem_check(struct problem *p, int slot, const char *what)
 START_TEST(correct)
 {
     int slot = CORRECT + _i;
+    if (grade_quick_skip(slot, (double)shapes()[_i].rows * shapes()[_i].cols, "elements"))
+        return;
     struct rng r = grade_rng(slot);
     struct problem p;
     problem_init(&p, shapes()[_i], 1);
@@ -224,22 +227,25 @@ START_TEST(correct)
 END_TEST
 
 /* ---- concept tests -------------------------------------------------------------------------
- * The profiling issue registers its tests of this chapter's ideas here, on the CPU backend's
- * counters (and Nsight Compute where it runs): global sectors per request of transpose's loads
- * and stores (4 for a warp's 32 floats, where the naive store needs 32), and shared-memory
- * wavefronts per request of its tile reads (1, where the unpadded tile's column read needs 32).
- * Add them with grader_add beside `correct` in main().
+ * This chapter's two ideas, graded on the CPU backend's counters (tests/concept.h): transpose()
+ * once at 256x256 in the instrumented build, whose model chapters/02-coalesced-transpose/
+ * README.md ("How the CPU backend counts") writes down.
  *
- * coalesced (CPU backend): transpose() once at 256x256 in the instrumented build
- * (tests/concept.h); its global loads and its global stores must each need at most
- * CONCEPT_MAX_SECTORS 32-byte sectors per warp request. A warp's 32 consecutive floats are 128
- * bytes, 4 sectors: the padded solution measures 4.00 and 4.00; transpose_naive's column-wise
- * store touches one sector per lane, 32.00. The margin over 4 is for a tile whose edge warps
- * are partial or whose rows do not start on a 32-byte boundary (5 sectors for some requests);
- * anything that is not coalesced is far above it (8 for a stride of 2 floats, 32 for a column).
- * It is counted per request of 4-byte loads: a float4 kernel's 16 sectors per request are
- * coalesced too, but this chapter's transpose moves floats. */
-#define CONCEPT_MAX_SECTORS 4.5
+ * coalesced: its global loads and its global stores must each need at most
+ * concept_max_sectors(width) 32-byte sectors per warp request, 1.125 times the ideal: a warp's
+ * 32 consecutive floats are 128 bytes, 4 sectors, so 4.5 for floats (and 18 for a float4
+ * kernel, whose coalesced requests touch 16). The padded solution measures 4.00 and 4.00;
+ * transpose_naive's column-wise store touches one sector per lane, 32.00. The margin is for a
+ * tile whose edge warps are partial or whose rows do not start on a 32-byte boundary (5
+ * sectors for some requests); anything that is not coalesced is far above it (8 for a stride
+ * of 2 floats, 32 for a column).
+ *
+ * conflict-free: the tile goes through shared memory (a transpose that makes no shared load or
+ * store has not staged a tile), and its shared loads and its shared stores must each need at
+ * most concept_max_wavefronts(width) wavefronts per warp request, 1.5 times the ideal: one
+ * wavefront for 32 floats in 32 banks. The padded and swizzled rungs measure 1.00 both ways;
+ * the unpadded tiled rung reads a column of a [32][32] tile, all 32 lanes in one bank: 32.00
+ * per shared load. */
 
 START_TEST(coalesced)
 {
@@ -251,17 +257,48 @@ START_TEST(coalesced)
     if (r.gld_requests == 0 || r.gst_requests == 0)
         ck_abort_msg("transpose at 256x256 made %llu global load and %llu global store requests: "
                      "it moved nothing", r.gld_requests, r.gst_requests);
-    int loads_ok = r.gld_spr <= CONCEPT_MAX_SECTORS, stores_ok = r.gst_spr <= CONCEPT_MAX_SECTORS;
+    double max_ld = concept_max_sectors(r.gld_width), max_st = concept_max_sectors(r.gst_width);
+    int loads_ok = r.gld_spr <= max_ld, stores_ok = r.gst_spr <= max_st;
     if (!loads_ok || !stores_ok) {
         grade_hint(slot, "a warp's 32 lanes should touch 32 consecutive floats (4 sectors) in "
                          "each request: read a tile's rows into shared memory, then write the "
                          "tile's transposed rows, so that threadIdx.x walks along a row both ways");
         ck_abort_msg("not coalesced: %.2f sectors per global load request, %.2f per store "
-                     "request (at most %.1f each; the naive transpose's stores need 32)",
-                     r.gld_spr, r.gst_spr, CONCEPT_MAX_SECTORS);
+                     "request (at most %.1f and %.1f for %.0f- and %.0f-byte accesses; the naive "
+                     "transpose's stores need 32)", r.gld_spr, r.gst_spr, max_ld, max_st,
+                     concept_width(r.gld_width), concept_width(r.gst_width));
     }
-    grade_note(slot, "%.2f sectors per load request, %.2f per store request (at most %.1f)",
-               r.gld_spr, r.gst_spr, CONCEPT_MAX_SECTORS);
+    grade_note(slot, "%.2f sectors per load request, %.2f per store request (at most %.1f and "
+               "%.1f)", r.gld_spr, r.gst_spr, max_ld, max_st);
+}
+END_TEST
+
+START_TEST(conflict_free)
+{
+    int slot = CONFLICT_FREE;
+    struct concept_row r;
+    char why[512];
+    if (concept_profile("yours", &r, why, sizeof why) != 0)
+        ck_abort_msg("%s", why);
+    if (r.shld_requests == 0 || r.shst_requests == 0) {
+        grade_hint(slot, "stage each 32x32 tile in a __shared__ array: store it along the rows "
+                         "of in, __syncthreads(), read it back transposed (README.md, \"A tile "
+                         "in shared memory\")");
+        ck_abort_msg("transpose at 256x256 made %llu shared-memory loads and %llu stores: no tile "
+                     "went through shared memory", r.shld_requests, r.shst_requests);
+    }
+    double max_ld = concept_max_wavefronts(r.shld_width);
+    double max_st = concept_max_wavefronts(r.shst_width);
+    if (!(r.shld_wpr <= max_ld) || !(r.shst_wpr <= max_st)) {
+        grade_hint(slot, "a warp that reads (or writes) a column of a [32][32] float tile hits "
+                         "one bank 32 times: pad the tile to [32][33], or store element (r, c) "
+                         "at column c ^ r (README.md, \"Banks\")");
+        ck_abort_msg("bank conflicts: %.2f wavefronts per shared load request, %.2f per shared "
+                     "store request (at most %.1f and %.1f; a column of an unpadded tile needs "
+                     "32, a padded one 1)", r.shld_wpr, r.shst_wpr, max_ld, max_st);
+    }
+    grade_note(slot, "%.2f wavefronts per shared load request, %.2f per store request (at most "
+               "%.1f and %.1f)", r.shld_wpr, r.shst_wpr, max_ld, max_st);
 }
 END_TEST
 
@@ -399,14 +436,21 @@ static void add_tests(Suite *s)
         t[i] = titles[i];
     }
     CORRECT = grader_add(s, "correct", correct, t, NSHAPES, 120);
-    /* concept tests: registered here (see "concept tests" above); CPU backend only: on a GPU
-     * the counters need Nsight Compute, which is to come */
+    /* concept tests (see "concept tests" above): CPU backend only; on a GPU, Nsight Compute
+     * counts the same things (make profile CH=02 BACKEND=cuda) and the speed test grades */
     if (concept_here()) {
         static const char *title[] = { "coalesced: sectors per global load and store request" };
         COALESCED = grader_add(s, "coalesced", coalesced, title, 1, 60);
+        static const char *title2[] = { "conflict-free: wavefronts per shared load and store "
+                                        "request" };
+        CONFLICT_FREE = grader_add(s, "conflict-free", conflict_free, title2, 1, 60);
     } else {
         grader_skip("coalesced", "counted on the CPU backend only (make grade BACKEND=emu); on "
-                                 "a GPU this needs Nsight Compute, which is to come");
+                                 "a GPU, make profile CH=02 BACKEND=cuda shows Nsight Compute's "
+                                 "count");
+        grader_skip("conflict-free", "counted on the CPU backend only (make grade BACKEND=emu); "
+                                     "on a GPU, make profile CH=02 BACKEND=cuda shows Nsight "
+                                     "Compute's count");
     }
     SPEED = grader_add_timed(s, "bandwidth", speed, "bandwidth at 8192x8192", 120);
 }

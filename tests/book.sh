@@ -81,6 +81,18 @@ if echo '`gbs("02", "copy", "3x3")`{.m}' | pandoc --lua-filter book/measured.lua
 then fail "book/measured.lua accepts a row that is not in the data"
 else ok "book/measured.lua refuses a row that is not in the data"; fi
 
+# chapter 02's calibration table (book/measured.lua), or, until make calibrate has run on the
+# reference GPU, the sentence that says it has not been measured
+cal=${PLOT_DATA:-plots/data/h200}/profile-calibration.tsv
+if [[ -f $cal ]]; then
+    if grep -qF "the same rung on the same shape" <<<"$text"; then ok "the calibration table, from $cal"
+    else fail "$cal exists, but the book shows no calibration table"; fi
+elif grep -qF "The calibration has not been measured yet" <<<"$text"; then
+    ok "the calibration is not measured yet, and the book says so"
+else
+    fail "the book neither shows the calibration table nor says it is not measured"
+fi
+
 # the solutions appendix: each chapter's key kernel, read from solutions/
 for fn in matmul_coalesced_kernel transpose_padded_kernel process_remapped_kernel \
           matmul_tiled_kernel gemm_pipelined_kernel run_pipeline; do

@@ -1,14 +1,61 @@
 /* concept.h: what the concept tests of chapters 02-04 share (CPU backend only).
  *
  * A concept test grades how a kernel works, not what it computes: sectors per global request,
- * divergent branches per warp. The numbers come from the emu's instrumented build: the grader
- * build/emu/X/grade runs its profile driver build/emu-prof/X/profile --tsv yours (the Makefile
- * builds one beside every emu grader of these chapters, mutants included), which runs the
- * learner's entry point once on a small shape and prints one tab-separated row
- * (harness/emu/prof/profile_main.c). On a GPU these tests are not registered: there the
- * numbers need Nsight Compute (future work). */
+ * wavefronts per shared-memory request, divergent branches per warp. The numbers come from the
+ * emu's instrumented build: the grader build/emu/X/grade runs its profile driver
+ * build/emu-prof/X/profile --tsv yours (the Makefile builds one beside every emu grader of
+ * these chapters, mutants included), which runs the learner's entry point once on a small shape
+ * and prints a header line and one tab-separated row (harness/emu/prof/profile_main.c). On a
+ * GPU these tests are not registered: there `make profile CH=NN BACKEND=cuda` shows the same
+ * counts from Nsight Compute, and `make calibrate` compares the two.
+ *
+ * The limits scale with the access width the model saw (bytes per lane: 4 for a float, 16 for
+ * a float4), so that a kernel that moves wider words is judged by what it could have done:
+ *   sectors      a full warp's request of W-byte words touches 32 x W / 32 = W sectors at best
+ *                (4 for floats, 16 for float4s); the limit is CONCEPT_SECTOR_MARGIN times that
+ *   wavefronts   32 x W bytes pass the 32 banks of 4 bytes in 32 x W / 128 wavefronts at best,
+ *                and never fewer than 1 (1 for floats, 2 for 8-byte words, 4 for float4s)
+ *
+ * Defining CONCEPT_LIMITS_ONLY before including this file gives the limits alone, without the
+ * grader's part (tests/emu_profile.c judges its planted kernels with them). */
 #ifndef CONCEPT_H
 #define CONCEPT_H
+
+/* A margin over the ideal: 4.5 sectors for floats. It is for a tile whose edge warps are
+ * partial or whose rows do not start on a 32-byte boundary (5 sectors for some requests);
+ * anything that is not coalesced is far above it (2x for a stride of 2 words, 8x for a
+ * column of floats). */
+#define CONCEPT_SECTOR_MARGIN 1.125
+/* Shared memory: 1.5 wavefronts for floats; a 2-way conflict on every request is 2. */
+#define CONCEPT_WAVEFRONT_MARGIN 1.5
+
+/* the width a row reports when it saw no access: a float */
+static inline double concept_width(double width) { return width > 0 ? width : 4.0; }
+
+/* the fewest sectors a full warp's request of `width`-byte words touches: 32 x width / 32 */
+static inline double concept_ideal_sectors(double width)
+{
+    return 32.0 * concept_width(width) / 32.0;
+}
+
+static inline double concept_max_sectors(double width)
+{
+    return CONCEPT_SECTOR_MARGIN * concept_ideal_sectors(width);
+}
+
+/* the fewest wavefronts a full warp's shared request of `width`-byte words needs */
+static inline double concept_ideal_wavefronts(double width)
+{
+    double w = 32.0 * concept_width(width) / 128.0;
+    return w < 1.0 ? 1.0 : w;
+}
+
+static inline double concept_max_wavefronts(double width)
+{
+    return CONCEPT_WAVEFRONT_MARGIN * concept_ideal_wavefronts(width);
+}
+
+#ifndef CONCEPT_LIMITS_ONLY
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,12 +67,38 @@ struct concept_row {
     unsigned long long warps, gld_requests, gld_sectors, gst_requests, gst_sectors;
     unsigned long long shld_requests, shld_wavefronts, shst_requests, shst_wavefronts;
     unsigned long long divergent_branches;
-    double gld_spr, gst_spr, shld_wpr, div_per_warp, work;
+    double gld_spr, gst_spr, shld_wpr, shst_wpr, div_per_warp, work;
+    /* bytes per lane of each kind of request (0: none), and per global request */
+    double gld_width, gst_width, shld_width, shst_width, gld_bpr, gst_bpr;
     int result_ok;
 };
 
 /* 1 where concept tests run: the CPU backend */
 static inline int concept_here(void) { return strcmp(gpu_backend(), "emu") == 0; }
+
+/* Splits a tab-separated line in place: up to max fields into f; returns how many. */
+static inline int concept_split(char *line, char **f, int max)
+{
+    int n = 0;
+    line[strcspn(line, "\r\n")] = 0;
+    for (char *p = line; n < max;) {
+        f[n++] = p;
+        p = strchr(p, '\t');
+        if (!p)
+            break;
+        *p++ = 0;
+    }
+    return n;
+}
+
+/* The cell of `name` in the row, or NULL. */
+static inline const char *concept_cell(char **head, int nh, char **row, int nr, const char *name)
+{
+    for (int i = 0; i < nh && i < nr; i++)
+        if (!strcmp(head[i], name))
+            return row[i];
+    return NULL;
+}
 
 /* Runs the profile driver on NAME ("yours" or a rung); 0 and *r filled, or -1 with why. */
 static inline int concept_profile(const char *name, struct concept_row *r, char *why, size_t n)
@@ -62,32 +135,59 @@ static inline int concept_profile(const char *name, struct concept_row *r, char 
         snprintf(why, n, "cannot run %.300s", drv);
         return -1;
     }
-    char line[1024], last[1024] = "";
+    static char line[8192], head[8192], last[8192];
     int found = 0;
     size_t nl = strlen(name);
+    head[0] = 0;
     while (fgets(line, sizeof line, f)) {
-        if (!strncmp(line, name, nl) && line[nl] == '\t') {
+        if (!strncmp(line, "kernel\t", 7))
+            memcpy(head, line, sizeof head);
+        else if (!strncmp(line, name, nl) && line[nl] == '\t') {
             memcpy(last, line, sizeof last);
             found = 1;
         }
     }
     int st = pclose(f);
-    if (!found || st != 0) {
+    if (!found || !head[0] || st != 0) {
         snprintf(why, n, "the instrumented run of %.100s failed (exit status %d): the kernel "
                  "faulted or hung; the correctness tests say where", name, st);
         return -1;
     }
-    int got = sscanf(last + nl + 1, "%d %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %lf "
-                     "%lf %lf %lf %lf %d", &r->launches, &r->warps, &r->gld_requests,
-                     &r->gld_sectors, &r->gst_requests, &r->gst_sectors, &r->shld_requests,
-                     &r->shld_wavefronts, &r->shst_requests, &r->shst_wavefronts,
-                     &r->divergent_branches, &r->gld_spr, &r->gst_spr, &r->shld_wpr,
-                     &r->div_per_warp, &r->work, &r->result_ok);
-    if (got != 17) {
-        snprintf(why, n, "the profile driver's row is not what this grader reads: %.300s", last);
-        return -1;
-    }
+    char *h[64], *v[64];
+    int nh = concept_split(head, h, 64), nv = concept_split(last, v, 64);
+    /* the columns this header reads, by name: the driver may add others */
+    static const char *const need[] = {
+        "launches", "warps", "gld_requests", "gld_sectors", "gst_requests", "gst_sectors",
+        "shld_requests", "shld_wavefronts", "shst_requests", "shst_wavefronts",
+        "divergent_branches", "global_load_sectors_per_req", "global_store_sectors_per_req",
+        "shared_load_wavefronts_per_req", "shared_store_wavefronts_per_req", "divergent_per_warp",
+        "work", "result_ok", "global_load_width", "global_store_width", "shared_load_width",
+        "shared_store_width", "global_load_bytes_per_req", "global_store_bytes_per_req",
+    };
+    const char *c[sizeof need / sizeof need[0]];
+    for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
+        if (!(c[i] = concept_cell(h, nh, v, nv, need[i]))) {
+            snprintf(why, n, "the profile driver's row has no column %s: is it older than this "
+                     "grader? (make grade rebuilds both)", need[i]);
+            return -1;
+        }
+    r->launches = atoi(c[0]);
+    unsigned long long *u[] = { &r->warps, &r->gld_requests, &r->gld_sectors, &r->gst_requests,
+                                &r->gst_sectors, &r->shld_requests, &r->shld_wavefronts,
+                                &r->shst_requests, &r->shst_wavefronts, &r->divergent_branches };
+    for (int i = 0; i < 10; i++)
+        *u[i] = strtoull(c[1 + i], NULL, 10);
+    double *d[] = { &r->gld_spr, &r->gst_spr, &r->shld_wpr, &r->shst_wpr, &r->div_per_warp,
+                    &r->work };
+    for (int i = 0; i < 6; i++)
+        *d[i] = strtod(c[11 + i], NULL);
+    r->result_ok = atoi(c[17]);
+    double *w[] = { &r->gld_width, &r->gst_width, &r->shld_width, &r->shst_width, &r->gld_bpr,
+                    &r->gst_bpr };
+    for (int i = 0; i < 6; i++)
+        *w[i] = strtod(c[18 + i], NULL);
     return 0;
 }
 
+#endif /* CONCEPT_LIMITS_ONLY */
 #endif

@@ -16,6 +16,8 @@
 #include "capture.h"
 #include "emu_profile.h"
 #include "emu_profile_kernels.h"
+#define CONCEPT_LIMITS_ONLY /* the graders' limits, without the grader */
+#include "concept.h"
 
 #define CK_CUDA(call)                                                                         \
     do {                                                                                      \
@@ -61,6 +63,50 @@ START_TEST(coalesced_copy_is_4_sectors_a_request)
     ck_assert_msg(per(t.gst_sectors, t.gst_requests) == 4.0, "stores: %.2f sectors/req",
                   per(t.gst_sectors, t.gst_requests));
     ck_assert_uint_eq(t.divergent_branches, 0);
+}
+END_TEST
+
+START_TEST(coalesced_copy_reports_4_bytes_a_lane)
+{
+    const int n = 4096;
+    float *in = device_floats(n), *out = device_floats(n);
+    prof_copy(in, out, n);
+    struct emu_profile_totals t = last();
+    ck_assert_uint_eq(t.gld_lanes, n);
+    ck_assert_uint_eq(t.gld_bytes, 4 * n);
+    ck_assert_uint_eq(t.gst_bytes, 4 * n);
+    ck_assert_uint_eq(t.gld_bytes / t.gld_requests, 128); /* 32 lanes x 4 bytes */
+}
+END_TEST
+
+/* A float4 copy touches 16 sectors a request: coalesced for its width, and the concept tests'
+ * limit (tests/concept.h) must say so, where a limit made for floats (4.5) would fail it. */
+START_TEST(float4_copy_is_16_sectors_a_request_and_coalesced)
+{
+    const int n = 4096;
+    float *in = device_floats(n), *out = device_floats(n);
+    prof_copy4(in, out, n);
+    struct emu_profile_totals t = last();
+    ck_assert_uint_eq(t.gld_requests, n / 4 / 32);
+    ck_assert_uint_eq(t.gst_requests, n / 4 / 32);
+    double spr = per(t.gld_sectors, t.gld_requests), width = (double)t.gld_bytes / t.gld_lanes;
+    ck_assert_msg(spr == 16.0, "loads: %.2f sectors/req", spr);
+    ck_assert_msg(per(t.gst_sectors, t.gst_requests) == 16.0, "stores: %.2f sectors/req",
+                  per(t.gst_sectors, t.gst_requests));
+    ck_assert_msg(width == 16.0, "loads: %.2f bytes a lane, not 16", width);
+    ck_assert_uint_eq(t.gld_bytes / t.gld_requests, 512); /* 32 lanes x 16 bytes */
+    ck_assert_msg(concept_ideal_sectors(width) == 16.0, "ideal %.2f", concept_ideal_sectors(width));
+    ck_assert_msg(spr <= concept_max_sectors(width), "a coalesced float4 copy judged uncoalesced: "
+                  "%.2f sectors/req, limit %.2f", spr, concept_max_sectors(width));
+    /* and the strided copy of floats is still judged uncoalesced */
+    float *wide = device_floats(n * 32);
+    prof_copy_strided(wide, out, n);
+    t = last();
+    width = (double)t.gld_bytes / t.gld_lanes;
+    ck_assert_msg(width == 4.0, "strided loads: %.2f bytes a lane", width);
+    ck_assert_msg(per(t.gld_sectors, t.gld_requests) > concept_max_sectors(width),
+                  "a strided copy judged coalesced: %.2f sectors/req, limit %.2f",
+                  per(t.gld_sectors, t.gld_requests), concept_max_sectors(width));
 }
 END_TEST
 
@@ -203,6 +249,8 @@ static Suite *suite(void)
     TCase *tc = tcase_create("model");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, coalesced_copy_is_4_sectors_a_request);
+    tcase_add_test(tc, coalesced_copy_reports_4_bytes_a_lane);
+    tcase_add_test(tc, float4_copy_is_16_sectors_a_request_and_coalesced);
     tcase_add_test(tc, strided_copy_is_32_sectors_a_request);
     tcase_add_test(tc, a_partial_warp_at_the_edge_is_one_request);
     tcase_add_test(tc, column_of_a_32x32_tile_is_32_wavefronts);

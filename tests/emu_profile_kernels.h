@@ -10,6 +10,9 @@ extern "C" {
 
 /* out[i] = in[i], 256-thread blocks, n a multiple of 32: 4 sectors per fp32 warp request */
 void prof_copy(const float *in, float *out, int n);
+/* the same copy in float4s: out4[i] = in4[i], n floats (a multiple of 4 * 32), 16-byte accesses:
+ * 16 sectors per warp request, which is coalesced for that width */
+void prof_copy4(const float *in, float *out, int n);
 /* out[i] = in[i * 32]: every lane in its own sector, 32 per request */
 void prof_copy_strided(const float *in, float *out, int n);
 /* one 32 x 32 block: tile[ty][tx] = in, then out = tile[tx][ty] (a column: 32 wavefronts, or

@@ -5,7 +5,8 @@
 #   1. every kernel file compiles with nvcc for every ARCH, warnings as errors
 #   2. the harness's own Check tests
 #   3. every grader links, against the starters and against the solutions
-#   4. the CPU backend's own tests, and its profiler's
+#   4. the CPU backend's own tests, and its profiler's; Nsight Compute's side of the profiler
+#      from saved CSV samples and a dry run with a stand-in ncu (tests/ncu_table.sh)
 #   5. both directions, on the CPU backend and on a GPU when one answers: each solution passes
 #      its grader, each starter fails it, and each known-bug kernel (tests/mutants/) fails it,
 #      with the symptom its patch's `Symptom:` line names (an extended regex) when it has one
@@ -14,7 +15,10 @@
 #   6. isolation (tests/isolation.c): a hanging, a crashing, a NaN-, Inf- and unwritten-output,
 #      and an overrunning kernel each fail one test of a demo grader, which goes on and keeps
 #      its results file row by row; on the CPU backend, and on a GPU when one answers
-#   7. the plots from the committed measurements, and build/book.pdf
+#   7. `make sanitize`'s plumbing (tests/sanitize.sh): compute-sanitizer log summaries, the CPU
+#      backend's instrumented run (a solution clean, a known-bug kernel caught), and a dry run
+#      of the GPU side with a stand-in for compute-sanitizer
+#   8. the plots from the committed measurements, and build/book.pdf
 #
 # The graders run here write their per-test rows to build/test-grade.tsv (GRADE_TSV), started
 # fresh each run, so that build/grade.tsv stays what `make grade` wrote.
@@ -111,6 +115,8 @@ checks "the CPU backend's profiler: sectors, wavefronts, divergence, bounds" \
 step "build every grader and known-bug kernel for the CPU backend" \
     $make_ --no-print-directory -s B=emu SIDES="chapters solutions" CHAPTERS="$CHAPTERS_ALL" \
     graders mutants build/emu/tests/isolation
+step "the profiler's Nsight Compute side: CSV samples, a dry run with a stand-in ncu" \
+    tests/ncu_table.sh
 
 echo
 echo "== both directions on the CPU backend"
@@ -118,6 +124,7 @@ directions emu
 
 checks "isolation: a hang, a crash, NaN, Inf, an unwritten element, an overrun (emu)" \
     build/emu/tests/isolation
+step "make sanitize: log summaries, the CPU backend, a dry run of the GPU side" tests/sanitize.sh
 
 echo
 echo "== both directions on a GPU"

@@ -7,7 +7,10 @@
 extern "C" {
 #endif
 
-/* What one kernel launch did, summed over its warps. Stores include atomics. */
+/* What one kernel launch did, summed over its warps. Stores include atomics. The lanes and
+ * bytes of each kind of request give the access width the model saw: bytes / lanes is 4 for
+ * floats, 16 for float4s; bytes / requests is what a warp request moved (128 for a full warp
+ * of floats). */
 struct emu_profile_totals {
     unsigned long long warps;
     unsigned long long gld_requests, gld_sectors;         /* global loads: 32-byte sectors */
@@ -15,6 +18,8 @@ struct emu_profile_totals {
     unsigned long long shld_requests, shld_wavefronts;    /* shared loads: bank wavefronts */
     unsigned long long shst_requests, shst_wavefronts;    /* shared stores */
     unsigned long long divergent_branches;
+    unsigned long long gld_lanes, gld_bytes, gst_lanes, gst_bytes; /* lane accesses, their bytes */
+    unsigned long long shld_lanes, shld_bytes, shst_lanes, shst_bytes;
 };
 
 /* Record (1, the default) or ignore (0) the launches that follow; the bounds checks run
@@ -29,6 +34,10 @@ int emu_profile_last(struct emu_profile_totals *t);
  * start), summed into *t; returns how many launches that is. */
 int emu_profile_sum(struct emu_profile_totals *t);
 void emu_profile_reset(void);
+/* The kernels of those launches, in launch order, as "name+name+..." (template arguments kept,
+ * parameters and return type dropped: "matmul_vectorized_kernel<true>"), truncated to fit n
+ * bytes; returns how many launches that is. */
+int emu_profile_kernels(char *buf, unsigned long n);
 
 #ifdef __cplusplus
 }

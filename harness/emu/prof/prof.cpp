@@ -106,6 +106,7 @@ emu_profile_totals g_last;
 bool g_have_last;
 emu_profile_totals g_sum;        /* emu_profile_sum(): every launch since emu_profile_reset() */
 int g_nsum;
+std::vector<const void *> g_kernels; /* emu_profile_kernels(): their kernels, named on demand */
 
 /* where things are */
 bool g_layout;
@@ -607,15 +608,19 @@ void report(const void *kernel, const Cfg &c)
         if (m.first.space == GLOBAL && m.first.kind == LOAD) {
             t.gld_requests += s.requests;
             t.gld_sectors += s.units;
+            t.gld_lanes += s.lanes, t.gld_bytes += s.bytes;
         } else if (m.first.space == GLOBAL) { /* stores and atomics */
             t.gst_requests += s.requests;
             t.gst_sectors += s.units;
+            t.gst_lanes += s.lanes, t.gst_bytes += s.bytes;
         } else if (m.first.kind == LOAD) {
             t.shld_requests += s.requests;
             t.shld_wavefronts += s.units;
+            t.shld_lanes += s.lanes, t.shld_bytes += s.bytes;
         } else {
             t.shst_requests += s.requests;
             t.shst_wavefronts += s.units;
+            t.shst_lanes += s.lanes, t.shst_bytes += s.bytes;
         }
     }
     t.divergent_branches = g_div_total;
@@ -627,7 +632,12 @@ void report(const void *kernel, const Cfg &c)
     g_sum.shld_requests += t.shld_requests, g_sum.shld_wavefronts += t.shld_wavefronts;
     g_sum.shst_requests += t.shst_requests, g_sum.shst_wavefronts += t.shst_wavefronts;
     g_sum.divergent_branches += t.divergent_branches;
+    g_sum.gld_lanes += t.gld_lanes, g_sum.gld_bytes += t.gld_bytes;
+    g_sum.gst_lanes += t.gst_lanes, g_sum.gst_bytes += t.gst_bytes;
+    g_sum.shld_lanes += t.shld_lanes, g_sum.shld_bytes += t.shld_bytes;
+    g_sum.shst_lanes += t.shst_lanes, g_sum.shst_bytes += t.shst_bytes;
     ++g_nsum;
+    g_kernels.push_back(kernel);
     if (!printing())
         return;
     /* per source line */
@@ -653,14 +663,14 @@ void report(const void *kernel, const Cfg &c)
     }
     for (auto &d : g_div)
         rows[key(line[d.first], 6, "")].div += d.second;
-    std::string name = symbol_name(kernel);
+    const std::string name = symbol_name(kernel);
     std::printf("  kernel %s: grid (%u,%u,%u) block (%u,%u,%u), %llu warps\n", name.c_str(),
                 c.grid.x, c.grid.y, c.grid.z, c.block.x, c.block.y, c.block.z, t.warps);
     size_t width = 24;
     for (auto &r : rows)
         width = std::max(width, loc_of(r.first).size());
-    std::printf("    %-*s  %-13s %-17s %9s %9s %12s %14s\n", (int)width, "source line", "what", "memory",
-                "requests", "lanes/req", "sectors/req", "wavefronts/req");
+    std::printf("    %-*s  %-13s %-17s %9s %9s %10s %12s %14s\n", (int)width, "source line", "what",
+                "memory", "requests", "lanes/req", "bytes/lane", "sectors/req", "wavefronts/req");
     static const char *what[] = {"global load", "global store", "global atomic",
                                  "shared load", "shared store", "shared atomic"};
     for (auto &r : rows) {
@@ -674,12 +684,14 @@ void report(const void *kernel, const Cfg &c)
         }
         const MemStat &s = r.second.s;
         const double per = (double)s.units / (double)s.requests;
+        /* the access width: 4 for a float, 16 for a float4 (the lanes' mean) */
+        const double lane_bytes = s.lanes ? (double)s.bytes / (double)s.lanes : 0.0;
         char sectors[32] = "", waves[32] = "";
         std::snprintf(k < 3 ? sectors : waves, 32, "%.2f", per);
-        std::printf("    %-*s  %-13s %-17s %9llu %9.1f %12s %14s%s\n", (int)width, loc.c_str(), what[k],
-                    std::get<3>(r.first).c_str(),
-                    (unsigned long long)s.requests, (double)s.lanes / (double)s.requests, sectors,
-                    waves, k >= 3 && per > 1.05 * (s.lanes && s.bytes / s.lanes > 4 ? (double)(s.bytes / s.lanes) / 4 : 1.0) ? "  bank conflicts" : "");
+        std::printf("    %-*s  %-13s %-17s %9llu %9.1f %10.1f %12s %14s%s\n", (int)width, loc.c_str(),
+                    what[k], std::get<3>(r.first).c_str(), (unsigned long long)s.requests,
+                    (double)s.lanes / (double)s.requests, lane_bytes, sectors, waves,
+                    k >= 3 && per > 1.05 * (lane_bytes > 4 ? lane_bytes / 4 : 1.0) ? "  bank conflicts" : "");
     }
     auto ratio = [](unsigned long long a, unsigned long long b) { return b ? (double)a / (double)b : 0.0; };
     std::printf("    total: global load %.2f sectors/req (%llu req), global store %.2f (%llu), "
@@ -794,6 +806,24 @@ void emu_profile_reset(void)
 {
     emu::g_sum = emu_profile_totals{};
     emu::g_nsum = 0;
+    emu::g_kernels.clear();
+}
+int emu_profile_kernels(char *buf, unsigned long n)
+{
+    std::map<const void *, std::string> known; /* one addr2line per kernel, not per launch */
+    std::string names;
+    for (const void *k : emu::g_kernels) {
+        auto it = known.find(k);
+        if (it == known.end())
+            it = known.emplace(k, emu::symbol_name(k)).first;
+        names += (names.empty() ? "" : "+") + it->second;
+    }
+    if (n) {
+        const size_t len = std::min<size_t>(names.size(), n - 1);
+        std::memcpy(buf, names.data(), len);
+        buf[len] = 0;
+    }
+    return emu::g_nsum;
 }
 
 /* ---- ThreadSanitizer's instrumentation ABI (GCC -fsanitize=thread). We are its runtime:

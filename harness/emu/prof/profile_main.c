@@ -1,25 +1,39 @@
-/* profile_main.c: the driver of `make profile CH=NN [KERNEL=name]` (harness/profile.sh).
+/* profile_main.c: the driver of `make profile CH=NN [KERNEL=name]` (harness/profile.sh) and
+ * of `make calibrate` (harness/calibrate.sh).
  *
- * Built once per chapter and side, with -Ichapters/NN, against that side's kernel files
- * compiled for the instrumented emu build: it runs every rung of the chapter's rung table
- * (or only KERNEL's) once on a small shape, and the instrumented runtime prints, per kernel
- * launch and per source line, the global requests and their sectors, the shared requests and
- * their wavefronts, and the divergent branches (harness/emu/README.md, "Profiling").
+ * Built once per chapter and side, with -Ichapters/NN, against that side's kernel files, for
+ * one of two backends:
+ *   build/emu-prof/SIDE/NN/profile   the instrumented emu build: the runtime prints, per kernel
+ *                                    launch and per source line, the global requests and their
+ *                                    sectors, the shared requests and their wavefronts, and the
+ *                                    divergent branches (harness/emu/README.md, "Profiling")
+ *   build/cuda/SIDE/NN/profile       the CUDA build, which Nsight Compute runs one rung at a time
+ *                                    (harness/ncu-run.sh): the same rungs on the same shapes, so
+ *                                    that a rung's counts on both sides can be compared
+ * It runs every rung of the chapter's rung table (or only KERNEL's) once on a small shape.
  *
  * The chapter's contract header picks the family: matmul.h (01) and tiled.h (04) share the
  * matmul signature, transpose.h (02) the transpose one, divergence.h (03) its own.
  *
- *   profile --tsv NAME   for the concept tests of the graders (tests/02-04): runs only NAME,
- *                        a rung's name or "yours" (the learner's entry point: matmul, matmul_tiled,
- *                        transpose, process), on the same shape, prints nothing of the tables and
- *                        instead a header line and one tab-separated row: its launches' totals
- *                        summed (emu_profile_sum), the derived ratios, and the work done. */
+ *   profile --list       the rungs' names, one a line ("pair/name" in chapter 03): the names
+ *                        that --run, --tsv and KERNEL take, and the key that joins a rung's
+ *                        model and its Nsight Compute counts
+ *   profile --run NAME   only the rung named NAME exactly (or "yours")
+ *   profile --tsv NAME   emu build only; for the concept tests of the graders (tests/02-04) and
+ *                        the calibration: runs only NAME, a rung's name or "yours" (the learner's
+ *                        entry point: matmul, matmul_tiled, transpose, process), on the same shape,
+ *                        prints nothing of the tables and instead a header line and one
+ *                        tab-separated row: its launches' totals summed (emu_profile_sum), the
+ *                        derived ratios, the access widths, the work done and the kernels it
+ *                        launched. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
 #include <cuda_runtime_api.h>
+#ifdef HARNESS_EMU
 #include "emu_profile.h"
+#endif
 
 #if __has_include("matmul.h")
 #include "matmul.h"
@@ -199,27 +213,40 @@ static int run_rung(int i)
 #endif
 }
 
-static double ratio(unsigned long long a, unsigned long long b) { return b ? (double)a / b : 0.0; }
-
-/* --tsv NAME: one row for the concept tests (see the top); 0, 1 if the kernel failed, 2 if
- * there is no such rung */
-static int tsv(const char *name)
+/* the rung named exactly NAME ("yours": the entry point); 0 and *fn set, or 2 */
+static int find_rung(const char *name, rung_fn *fn, int *sorted_input)
 {
-    rung_fn fn = NULL;
-    int sorted_input = 0;
+    *fn = NULL;
+    *sorted_input = 0;
     if (!strcmp(name, "yours"))
-        fn = YOURS;
-    for (int i = 0; i < NUM_RUNGS && !fn; ++i)
+        *fn = YOURS;
+    for (int i = 0; i < NUM_RUNGS && !*fn; ++i)
         if (!strcmp(name, rung_name(i))) {
-            fn = RUNGS[i].fn;
+            *fn = RUNGS[i].fn;
 #if FAMILY_DIVERGENCE
-            sorted_input = RUNGS[i].sorted_input;
+            *sorted_input = RUNGS[i].sorted_input;
 #endif
         }
-    if (!fn) {
-        fprintf(stderr, "profile: no rung named '%s' (nor 'yours')\n", name);
+    if (*fn)
+        return 0;
+    fprintf(stderr, "profile: no rung named '%s' (nor 'yours'); the rungs are:", name);
+    for (int i = 0; i < NUM_RUNGS; ++i)
+        fprintf(stderr, " %s", rung_name(i));
+    fprintf(stderr, "\n");
+    return 2;
+}
+
+#ifdef HARNESS_EMU
+static double ratio(unsigned long long a, unsigned long long b) { return b ? (double)a / b : 0.0; }
+
+/* --tsv NAME: one row for the concept tests and the calibration (see the top); 0, 1 if the
+ * kernel failed, 2 if there is no such rung */
+static int tsv(const char *name)
+{
+    rung_fn fn;
+    int sorted_input;
+    if (find_rung(name, &fn, &sorted_input) != 0)
         return 2;
-    }
     g_tsv = 1;
     emu_profile_print(0);
     emu_profile_reset();
@@ -228,27 +255,56 @@ static int tsv(const char *name)
         return 1;
     struct emu_profile_totals t;
     int launches = emu_profile_sum(&t);
+    static char kernels[4096];
+    emu_profile_kernels(kernels, sizeof kernels);
     printf("kernel\tlaunches\twarps\tgld_requests\tgld_sectors\tgst_requests\tgst_sectors\t"
            "shld_requests\tshld_wavefronts\tshst_requests\tshst_wavefronts\tdivergent_branches\t"
            "global_load_sectors_per_req\tglobal_store_sectors_per_req\t"
-           "shared_load_wavefronts_per_req\tdivergent_per_warp\twork\tresult_ok\n");
-    printf("%s\t%d\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%.4f\t%.4f\t%.4f\t%.4f\t%.0f\t%d\n",
+           "shared_load_wavefronts_per_req\tdivergent_per_warp\twork\tresult_ok\t"
+           "shared_store_wavefronts_per_req\tglobal_load_bytes_per_req\tglobal_store_bytes_per_req\t"
+           "global_load_width\tglobal_store_width\tshared_load_width\tshared_store_width\t"
+           "kernels\n");
+    printf("%s\t%d\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%.4f\t%.4f\t%.4f\t"
+           "%.4f\t%.0f\t%d\t%.4f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\n",
            name, launches, t.warps, t.gld_requests, t.gld_sectors, t.gst_requests, t.gst_sectors,
            t.shld_requests, t.shld_wavefronts, t.shst_requests, t.shst_wavefronts,
            t.divergent_branches, ratio(t.gld_sectors, t.gld_requests),
            ratio(t.gst_sectors, t.gst_requests), ratio(t.shld_wavefronts, t.shld_requests),
-           ratio(t.divergent_branches, t.warps), g_work, ok);
+           ratio(t.divergent_branches, t.warps), g_work, ok,
+           ratio(t.shst_wavefronts, t.shst_requests), ratio(t.gld_bytes, t.gld_requests),
+           ratio(t.gst_bytes, t.gst_requests), ratio(t.gld_bytes, t.gld_lanes),
+           ratio(t.gst_bytes, t.gst_lanes), ratio(t.shld_bytes, t.shld_lanes),
+           ratio(t.shst_bytes, t.shst_lanes), *kernels ? kernels : "-");
     return 0;
 }
+#endif
 
 int main(int argc, char **argv)
 {
+    if (argc == 2 && !strcmp(argv[1], "--list")) {
+        for (int i = 0; i < NUM_RUNGS; ++i)
+            printf("%s\n", rung_name(i));
+        return 0;
+    }
+    if (argc == 3 && !strcmp(argv[1], "--run")) {
+        rung_fn fn;
+        int sorted_input;
+        if (find_rung(argv[2], &fn, &sorted_input) != 0)
+            return 2;
+        return run_one(argv[2], fn, sorted_input) == -2;
+    }
+#ifdef HARNESS_EMU
     if (argc == 3 && !strcmp(argv[1], "--tsv"))
         return tsv(argv[2]);
+#endif
     if (argc != 1) {
         fprintf(stderr, "usage: %s              every rung (KERNEL=name: only that one)\n"
-                        "       %s --tsv NAME   one rung, or yours, as a tab-separated row\n",
-                argv[0], argv[0]);
+                        "       %s --list       the rungs' names\n"
+                        "       %s --run NAME   only that rung (or yours)\n",
+                argv[0], argv[0], argv[0]);
+#ifdef HARNESS_EMU
+        fprintf(stderr, "       %s --tsv NAME   one rung, or yours, as a tab-separated row\n", argv[0]);
+#endif
         return 2;
     }
     const char *kernel = getenv("KERNEL");
