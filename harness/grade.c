@@ -422,6 +422,11 @@ static void report(int i, TestResult *r)
         print_block("", strstr(tr_msg(r), "timeout")
                             ? "hint: the kernel did not finish in time: a loop that never "
                               "ends, or a barrier that not every thread reaches?"
+                        : strstr(last, "cudaErrorLaunchOutOfResources")
+                            ? "hint: the block asks for more registers than an SM has: "
+                              "threads a block x registers a thread must fit in 65,536 (64 "
+                              "a thread for 1,024 threads); __launch_bounds__(threads) on "
+                              "the kernel makes the compiler keep to it"
                             : "hint: the test stopped early: a CUDA error names the call "
                               "that saw it; an illegal address is usually an index past "
                               "the end of a buffer (a missing bounds check)");

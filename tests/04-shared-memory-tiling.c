@@ -328,10 +328,9 @@ END_TEST
  * must be reused: global load requests times 32 lanes per FMA at most CONCEPT_MAX_LOADS_PER_FMA,
  * 2 / TILE for a tiled kernel (0.0625 for the solution's 32), 2 for the naive kernel, whose
  * loads average 2.50 sectors per request (A's row is a broadcast, B's is coalesced) and so
- * would pass the first bound alone. 0.25 asks for tiles of at least 8. Counted per request of
- * 4-byte loads: a float4 kernel's 16 sectors per request are coalesced too, but this rung
- * loads floats. */
-#define CONCEPT_MAX_SECTORS 4.5
+ * would pass the first bound alone. 0.25 asks for tiles of at least 8. The sector limit scales
+ * with the width the profile saw (concept_max_sectors: 4.5 for floats, 18 for float4), so a
+ * tile loaded with float4 is judged coalesced too. */
 #define CONCEPT_MAX_LOADS_PER_FMA 0.25
 
 START_TEST(coalesced)
@@ -345,11 +344,12 @@ START_TEST(coalesced)
         ck_abort_msg("matmul_tiled at 128x128x128 made %llu global load requests: it read "
                      "nothing", r.gld_requests);
     double per_fma = (double)r.gld_requests * 32.0 / r.work;
-    if (!(r.gld_spr <= CONCEPT_MAX_SECTORS)) {
+    const double max_sectors = concept_max_sectors(r.gld_width);
+    if (!(r.gld_spr <= max_sectors)) {
         grade_hint(slot, "threadIdx.x should walk along a row of A and of B when a tile is "
                          "loaded, so that a warp's 32 loads are 32 consecutive floats");
         ck_abort_msg("tile loads not coalesced: %.2f sectors per global load request (at most "
-                     "%.1f)", r.gld_spr, CONCEPT_MAX_SECTORS);
+                     "%.1f for %.0f-byte loads)", r.gld_spr, max_sectors, concept_width(r.gld_width));
     }
     if (!(per_fma <= CONCEPT_MAX_LOADS_PER_FMA)) {
         grade_hint(slot, "each thread should read its operands from shared memory tiles, each "
@@ -359,7 +359,7 @@ START_TEST(coalesced)
                      "needs 2, a 32-wide tile 0.0625)", per_fma, CONCEPT_MAX_LOADS_PER_FMA);
     }
     grade_note(slot, "%.2f sectors per load request (at most %.1f), %.4f loads per FMA (at "
-               "most %.2f)", r.gld_spr, CONCEPT_MAX_SECTORS, per_fma, CONCEPT_MAX_LOADS_PER_FMA);
+               "most %.2f)", r.gld_spr, max_sectors, per_fma, CONCEPT_MAX_LOADS_PER_FMA);
 }
 END_TEST
 

@@ -16,8 +16,11 @@
 
 #define TILE 32
 
-__global__ void matmul_tiled_kernel(const float *__restrict__ a, const float *__restrict__ b,
-                                    float *__restrict__ c, int m, int k, int n)
+/* 1,024 threads a block: at most 64 registers a thread, or the launch fails
+ * (cudaErrorLaunchOutOfResources); __launch_bounds__ makes the compiler keep to it. */
+__global__ void __launch_bounds__(TILE * TILE)
+matmul_tiled_kernel(const float *__restrict__ a, const float *__restrict__ b, float *__restrict__ c,
+                    int m, int k, int n)
 {
     /* TODO: declare the two tiles,
      *     __shared__ float s_a[TILE][TILE];
