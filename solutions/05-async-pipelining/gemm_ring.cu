@@ -68,89 +68,99 @@ struct ring_stage {
  * 16 x 16 A tile; ldmatrix.x4.trans, reading B's rows of k (n contiguous in shared memory),
  * gives b0, b1 for two 8-column blocks when lane l points at row l % 16, column 8 (l / 16).
  *
- * The CPU backend has no PTX: there the same three functions are written with warp shuffles,
- * element for element what the hardware delivers, so the addressing above is graded there too. */
+ * The CPU backend has no PTX. There a fragment holds the four 8 x 8 matrices whole, gathered
+ * from the rows whose addresses the 32 lanes give, exactly as the hardware assigns them (matrix
+ * q from lanes 8q..8q+7), and the product reads each lane's rows and columns out of them: the
+ * same addressing is graded, at 17 warp shuffles a load instead of 32 a product. */
 #ifdef HARNESS_EMU
-static inline uint32_t bf16_pair(const bf16 *lo, const bf16 *hi)
+struct ldsm_frag {
+    uint16_t m[4][8][8]; /* matrix, row, column: the bf16 bits as stored */
+    bool trans;          /* loaded with .trans: only B may be, and B must be */
+};
+static inline float bf16_bits_to_float(uint16_t h)
 {
-    uint16_t l, h;
-    memcpy(&l, lo, 2);
-    memcpy(&h, hi, 2);
-    return (uint32_t)l | (uint32_t)h << 16;
+    uint32_t b = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &b, 4);
+    return f;
 }
-static inline float bf16_lo(uint32_t v) { uint32_t b = v << 16; float f; memcpy(&f, &b, 4); return f; }
-static inline float bf16_hi(uint32_t v) { uint32_t b = v & 0xffff0000u; float f; memcpy(&f, &b, 4); return f; }
+/* the 32 row addresses the lanes give (this lane's is base + off), 8 elements each */
+static inline void ldsm_gather(ldsm_frag &f, const bf16 *base, int off, bool trans)
+{
+    int lane = threadIdx.x % 32;
+    /* two lanes' offsets a shuffle: first pair each even lane with the odd one after it */
+    int other = __shfl_xor_sync(0xffffffffu, off, 1);
+    uint32_t even = (uint32_t)(lane & 1 ? other : off), odd = (uint32_t)(lane & 1 ? off : other);
+    unsigned long long pair = (unsigned long long)even | (unsigned long long)odd << 32;
+    for (int j = 0; j < 16; j++) {
+        unsigned long long p = __shfl_sync(0xffffffffu, pair, 2 * j);
+        for (int h = 0; h < 2; h++) {
+            int src = 2 * j + h, row = (int)(uint32_t)(h ? p >> 32 : p);
+            memcpy(f.m[src / 8][src % 8], base + row, 8 * sizeof(uint16_t));
+        }
+    }
+    f.trans = trans;
+}
+#else
+struct ldsm_frag {
+    uint32_t r[4]; /* matrix q's two elements for this lane in r[q] */
+};
 #endif
 
-/* r[0..3] = the four 8 x 8 matrices whose rows lanes 0-7, 8-15, 16-23, 24-31 point at:
- * this lane's row is base + off */
-__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const bf16 *base, int off)
+/* the four 8 x 8 matrices whose rows lanes 0-7, 8-15, 16-23, 24-31 point at: this lane's row is
+ * base + off */
+__device__ __forceinline__ void ldsm_x4(ldsm_frag &f, const bf16 *base, int off)
 {
 #ifdef HARNESS_EMU
-    int lane = threadIdx.x % 32;
-    for (int mat = 0; mat < 4; mat++) {
-        int row = __shfl_sync(0xffffffffu, off, mat * 8 + lane / 4);
-        r[mat] = bf16_pair(base + row + 2 * (lane % 4), base + row + 2 * (lane % 4) + 1);
-    }
+    ldsm_gather(f, base, off, false);
 #else
     unsigned a = (unsigned)__cvta_generic_to_shared(base + off);
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a) : "memory");
+                 : "=r"(f.r[0]), "=r"(f.r[1]), "=r"(f.r[2]), "=r"(f.r[3]) : "r"(a) : "memory");
 #endif
 }
 
 /* the same, each matrix transposed on the way: lane l gets rows 2 (l % 4) and 2 (l % 4) + 1 of
  * column l / 4 */
-__device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], const bf16 *base, int off)
+__device__ __forceinline__ void ldsm_x4_trans(ldsm_frag &f, const bf16 *base, int off)
 {
 #ifdef HARNESS_EMU
-    int lane = threadIdx.x % 32;
-    for (int mat = 0; mat < 4; mat++) {
-        int row0 = __shfl_sync(0xffffffffu, off, mat * 8 + 2 * (lane % 4));
-        int row1 = __shfl_sync(0xffffffffu, off, mat * 8 + 2 * (lane % 4) + 1);
-        r[mat] = bf16_pair(base + row0 + lane / 4, base + row1 + lane / 4);
-    }
+    ldsm_gather(f, base, off, true);
 #else
     unsigned a = (unsigned)__cvta_generic_to_shared(base + off);
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a) : "memory");
+                 : "=r"(f.r[0]), "=r"(f.r[1]), "=r"(f.r[2]), "=r"(f.r[3]) : "r"(a) : "memory");
 #endif
 }
 
-/* d += a b for one 16 x 8 x 16 product, fragments as above */
-__device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
-                                          uint32_t b1)
+/* d += a b for one 16 x 8 x 16 product: a as ldsm_x4 loads a 16 x 16 tile of A (its matrices
+ * are rows 0-7 and 8-15 of k 0-7, then the same of k 8-15), b as ldsm_x4_trans loads 16 of k by
+ * 16 columns of B, of which `half` picks columns 0-7 (matrices 0, 1) or 8-15 (2, 3) */
+__device__ __forceinline__ void mma_16816(float (&d)[4], const ldsm_frag &a, const ldsm_frag &b,
+                                          int half)
 {
 #ifdef HARNESS_EMU
-    int lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
-    float arow[2][16], bcol[2][16];  /* A's rows g and g + 8, B's columns 2q and 2q + 1 */
-    for (int src = 0; src < 4; src++) {
-        uint32_t a0 = __shfl_sync(0xffffffffu, a[0], 4 * g + src);
-        uint32_t a1 = __shfl_sync(0xffffffffu, a[1], 4 * g + src);
-        uint32_t a2 = __shfl_sync(0xffffffffu, a[2], 4 * g + src);
-        uint32_t a3 = __shfl_sync(0xffffffffu, a[3], 4 * g + src);
-        arow[0][2 * src] = bf16_lo(a0), arow[0][2 * src + 1] = bf16_hi(a0);
-        arow[1][2 * src] = bf16_lo(a1), arow[1][2 * src + 1] = bf16_hi(a1);
-        arow[0][8 + 2 * src] = bf16_lo(a2), arow[0][9 + 2 * src] = bf16_hi(a2);
-        arow[1][8 + 2 * src] = bf16_lo(a3), arow[1][9 + 2 * src] = bf16_hi(a3);
-        for (int c = 0; c < 2; c++) { /* column 2q + c is held by lanes 4 (2q + c) + 0..3 */
-            uint32_t x0 = __shfl_sync(0xffffffffu, b0, 4 * (2 * q + c) + src);
-            uint32_t x1 = __shfl_sync(0xffffffffu, b1, 4 * (2 * q + c) + src);
-            bcol[c][2 * src] = bf16_lo(x0), bcol[c][2 * src + 1] = bf16_hi(x0);
-            bcol[c][8 + 2 * src] = bf16_lo(x1), bcol[c][9 + 2 * src] = bf16_hi(x1);
-        }
+    if (a.trans || !b.trans) {
+        printf("emu: mma_16816: A must be loaded by ldsm_x4 and B by ldsm_x4_trans\n");
+        __trap();
     }
+    int lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
     for (int e = 0; e < 4; e++) {
+        int row = g + 8 * (e / 2), col = 2 * q + e % 2; /* this lane's d[e] */
         float sum = d[e];
-        for (int kk = 0; kk < 16; kk++)
-            sum += arow[e / 2][kk] * bcol[e % 2][kk];
+        for (int kk = 0; kk < 16; kk++) {
+            float av = bf16_bits_to_float(a.m[(row / 8) + 2 * (kk / 8)][row % 8][kk % 8]);
+            float bv = bf16_bits_to_float(b.m[2 * half + kk / 8][kk % 8][col]);
+            sum += av * bv;
+        }
         d[e] = sum;
     }
 #else
     asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
         "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+        : "r"(a.r[0]), "r"(a.r[1]), "r"(a.r[2]), "r"(a.r[3]), "r"(b.r[2 * half]),
+          "r"(b.r[2 * half + 1]));
 #endif
 }
 
@@ -286,7 +296,7 @@ gemm_ring_kernel(const bf16 *__restrict__ a, const bf16 *__restrict__ b, float *
          * registers a thread for 64 of k, no spill) */
 #pragma unroll
         for (int kk = 0; kk < BK; kk += 16) {
-            uint32_t fa[RING_FM][4], fb[RING_FN][4];
+            ldsm_frag fa[RING_FM], fb[RING_FN];
 #pragma unroll
             for (int i = 0; i < RING_FM; i++)
                 ldsm_x4(fa[i], s_a, a_off + i * 16 * S::LDA + kk);
@@ -297,7 +307,7 @@ gemm_ring_kernel(const bf16 *__restrict__ a, const bf16 *__restrict__ b, float *
             for (int i = 0; i < RING_FM; i++)
 #pragma unroll
                 for (int j = 0; j < 2 * RING_FN; j++)
-                    mma_16816(acc[i][j], fa[i], fb[j / 2][(j % 2) * 2], fb[j / 2][(j % 2) * 2 + 1]);
+                    mma_16816(acc[i][j], fa[i], fb[j / 2], j % 2);
             /* the refill of the stage tile t - 1 used goes out once the first products are
              * queued, so the tensor cores are busy while the warps issue the copies */
             if (kk == 0 && fill < tiles)
@@ -401,10 +411,12 @@ __global__ void __launch_bounds__(THREADS)
 mma_sync_peak_kernel(float *sink, int iters)
 {
 #if GEMM_BF16_MMA && !defined(HARNESS_EMU)
-    uint32_t a[4], b0 = 0x3c003c00u ^ threadIdx.x, b1 = b0 ^ 0x10001u; /* bf16 near 0.008 */
+    ldsm_frag a, b; /* bf16 near 0.008, different in every lane */
 #pragma unroll
-    for (int i = 0; i < 4; i++)
-        a[i] = 0x3c003c00u ^ (threadIdx.x + i);
+    for (int i = 0; i < 4; i++) {
+        a.r[i] = 0x3c003c00u ^ (threadIdx.x + i);
+        b.r[i] = 0x3c003c00u ^ (threadIdx.x * 3 + i);
+    }
     float acc[8][4];
 #pragma unroll
     for (int j = 0; j < 8; j++)
@@ -414,7 +426,7 @@ mma_sync_peak_kernel(float *sink, int iters)
     for (int it = 0; it < iters; it++)
 #pragma unroll
         for (int j = 0; j < 8; j++)
-            mma_16816(acc[j], a, b0, b1);
+            mma_16816(acc[j], a, b, j % 2);
     float sum = 0.0f;
 #pragma unroll
     for (int j = 0; j < 8; j++)
