@@ -74,12 +74,12 @@ for c in $chapters; do
             status=1
             continue
         fi
-        if ! awk -f harness/ncu-table.awk -v mode=sum -v rung="$r" "$csv" > "$work/$c-$key.ncu"; then
+        if ! awk -f harness/kernel-name.awk -f harness/ncu-table.awk -v mode=sum -v rung="$r" "$csv" > "$work/$c-$key.ncu"; then
             echo "# $c/$r: its Nsight Compute CSV could not be read ($csv)" >> "$notes"
             status=1
             continue
         fi
-        awk -f harness/calibration.awk -v chapter="$c" -v rung="$r" "$work/$c-$key.model" \
+        awk -f harness/kernel-name.awk -f harness/calibration.awk -v chapter="$c" -v rung="$r" "$work/$c-$key.model" \
             "$work/$c-$key.ncu" >> "$rows" 2> "$work/err"
         case $? in
             0) compared=$((compared + 1)); echo "calibrate: $c/$r" ;;

@@ -18,25 +18,7 @@
 
 function split_tsv(line, out) { return split(line, out, "\t") }
 
-# "void k<(int)4, (bool)1>(const float *, int)" -> "k<4,1>", and "k<4, true>" -> "k<4,1>": a
-# bool template argument is written true, (bool)1 or plain 1 depending on the tool (the H200's
-# ncu printed plain 0 and 1 in its raw page), so every spelling becomes the digit
-function norm(s,    i, c, depth, out) {
-    sub(/^void /, "", s)
-    gsub(/\(bool\)1/, "1", s); gsub(/\(bool\)0/, "0", s)
-    gsub(/true/, "1", s); gsub(/false/, "0", s)
-    out = ""; depth = 0
-    for (i = 1; i <= length(s); i++) {
-        c = substr(s, i, 1)
-        if (c == "<") depth++
-        else if (c == ">") depth--
-        else if (c == "(" && depth == 0) break
-        out = out c
-    }
-    gsub(/\((unsigned |signed |long |short )*(int|long|char|short|bool)\)/, "", out)
-    gsub(/ /, "", out)
-    return out
-}
+# norm(): harness/kernel-name.awk
 
 function kernels_of(list,    n, k, parts, out) {
     n = split(list, parts, "+")

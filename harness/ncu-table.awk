@@ -57,21 +57,7 @@ function number(v, unit,    x) {
     return x
 }
 
-# "void f<32, true>(const float *, int)" -> "f<32, true>": the kernel's name without return type
-# and parameters, as the model's row names it (harness/calibration.awk compares the two)
-function fn_name(s,    i, c, depth, out) {
-    sub(/^void /, "", s)
-    out = ""; depth = 0
-    for (i = 1; i <= length(s); i++) {
-        c = substr(s, i, 1)
-        if (c == "<") depth++
-        else if (c == ">") depth--
-        else if (c == "(" && depth == 0) break
-        out = out c
-    }
-    gsub(/^ +| +$/, "", out)
-    return out
-}
+# fn_name(): harness/kernel-name.awk
 
 function dims(s) { gsub(/[ ()]/, "", s); return "(" s ")" }
 

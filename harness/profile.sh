@@ -106,7 +106,7 @@ for c in ${CHAPTERS:-}; do
     for r in $rungs; do
         csv=build/ncu/$side/$c/${r//\//-}.csv
         if harness/ncu-run.sh "$bin" "$r" "$csv"; then
-            awk -f harness/ncu-table.awk -v mode=table "$csv" || status=1
+            awk -f harness/kernel-name.awk -f harness/ncu-table.awk -v mode=table "$csv" || status=1
         else
             status=1
         fi

@@ -25,7 +25,7 @@ fake="$PWD/tests/ncu/fake-ncu.sh"
 ch=02-coalesced-transpose
 
 # ---- 1. the CSV samples --------------------------------------------------------------------
-if awk -f $table tests/ncu/transpose-raw.csv > "$tmp/raw.table" &&
+if awk -f harness/kernel-name.awk -f $table tests/ncu/transpose-raw.csv > "$tmp/raw.table" &&
    diff -u tests/ncu/transpose-raw.table "$tmp/raw.table" > "$tmp/diff"; then
     ok "ncu-table.awk: the raw layout's table is tests/ncu/transpose-raw.table"
 else
@@ -47,8 +47,8 @@ if [[ -x $model ]]; then
 else
     fail "no $model (make profile-build builds it)"
 fi
-awk -f $table -v mode=sum -v rung=r tests/ncu/transpose-raw.csv > "$tmp/raw.sum"
-awk -f $table -v mode=sum -v rung=r tests/ncu/transpose-details.csv > "$tmp/details.sum"
+awk -f harness/kernel-name.awk -f $table -v mode=sum -v rung=r tests/ncu/transpose-raw.csv > "$tmp/raw.sum"
+awk -f harness/kernel-name.awk -f $table -v mode=sum -v rung=r tests/ncu/transpose-details.csv > "$tmp/details.sum"
 want=$'r\t2\t1024\t4096\t16384\t4096\t73728\t2048\t65536\t2048\t2048\t0\ttranspose_naive_kernel+transpose_tiled_kernel'
 if [[ $(sed -n 2p "$tmp/raw.sum") == "$want" ]] && cmp -s "$tmp/raw.sum" "$tmp/details.sum"; then
     ok "ncu-table.awk: both layouts (thousands separators, a Ksector unit) sum to the same row"
@@ -56,13 +56,13 @@ else
     fail "ncu-table.awk: the sums differ from the expected row:"; cat "$tmp/raw.sum" "$tmp/details.sum"
 fi
 grep -v smsp__warps_launched tests/ncu/transpose-details.csv > "$tmp/short.csv"
-if ! awk -f $table "$tmp/short.csv" > /dev/null 2> "$tmp/err" && grep -q smsp__warps_launched.sum "$tmp/err"; then
+if ! awk -f harness/kernel-name.awk -f $table "$tmp/short.csv" > /dev/null 2> "$tmp/err" && grep -q smsp__warps_launched.sum "$tmp/err"; then
     ok "ncu-table.awk: a missing metric fails, naming it"
 else
     fail "ncu-table.awk: a CSV without smsp__warps_launched.sum did not fail as it should: $(cat "$tmp/err")"
 fi
 printf '==ERROR== the user does not have permission\n' > "$tmp/none.csv"
-if ! awk -f $table "$tmp/none.csv" > /dev/null 2> "$tmp/err" && grep -q "no Nsight Compute CSV header" "$tmp/err"; then
+if ! awk -f harness/kernel-name.awk -f $table "$tmp/none.csv" > /dev/null 2> "$tmp/err" && grep -q "no Nsight Compute CSV header" "$tmp/err"; then
     ok "ncu-table.awk: a file that is not ncu's CSV fails, saying so"
 else
     fail "ncu-table.awk: a file without a header did not fail as it should"
@@ -109,14 +109,14 @@ printf 'kernel\tlaunches\twarps\tgld_requests\tgld_sectors\tgst_requests\tgst_se
 cp "$tmp/m.tsv" "$tmp/n.tsv"
 printf 'k\t1\t8\t1\t4\t1\t4\t0\t0\t0\t0\t0\tk<64, 64, true>\n' >> "$tmp/m.tsv"
 printf 'k\t1\t8\t1\t4\t1\t4\t0\t0\t0\t0\t0\tk<(int)128, (int)64, (bool)1>\n' >> "$tmp/n.tsv"
-awk -f harness/calibration.awk -v chapter=c -v rung=k "$tmp/m.tsv" "$tmp/n.tsv" > "$tmp/rows" 2> "$tmp/err"; rc=$?
+awk -f harness/kernel-name.awk -f harness/calibration.awk -v chapter=c -v rung=k "$tmp/m.tsv" "$tmp/n.tsv" > "$tmp/rows" 2> "$tmp/err"; rc=$?
 if [[ $rc -eq 3 && ! -s $tmp/rows ]] && grep -q "not compared" "$tmp/err"; then
     ok "calibration.awk: a rung whose kernels differ on the two sides is not compared"
 else
     fail "calibration.awk: k<64, ...> was joined with k<(int)128, ...> (exit $rc)"
 fi
 sed -i 's/(int)128/(int)64/' "$tmp/n.tsv"
-if awk -f harness/calibration.awk -v chapter=c -v rung=k "$tmp/m.tsv" "$tmp/n.tsv" > "$tmp/rows" 2>&1 &&
+if awk -f harness/kernel-name.awk -f harness/calibration.awk -v chapter=c -v rung=k "$tmp/m.tsv" "$tmp/n.tsv" > "$tmp/rows" 2>&1 &&
    [[ $(wc -l < "$tmp/rows") -eq 15 ]]; then
     ok "calibration.awk: k<64, 64, true> and Nsight Compute's k<(int)64, (int)64, (bool)1> are one kernel"
 else
