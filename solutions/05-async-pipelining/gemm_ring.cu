@@ -108,40 +108,33 @@ struct ldsm_frag {
 #endif
 
 /* the four 8 x 8 matrices whose rows lanes 0-7, 8-15, 16-23, 24-31 point at: this lane's row is
- * base + off */
+ * base + off. TRANS: each matrix transposed on the way (ldmatrix .trans), lane l getting rows
+ * 2 (l % 4) and 2 (l % 4) + 1 of column l / 4; for B, whose rows in shared memory run along n. */
+template <bool TRANS>
 __device__ __forceinline__ void ldsm_x4(ldsm_frag &f, const bf16 *base, int off)
 {
 #ifdef HARNESS_EMU
-    ldsm_gather(f, base, off, false);
+    ldsm_gather(f, base, off, TRANS);
 #else
     unsigned a = (unsigned)__cvta_generic_to_shared(base + off);
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(f.r[0]), "=r"(f.r[1]), "=r"(f.r[2]), "=r"(f.r[3]) : "r"(a) : "memory");
+    if (TRANS)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(f.r[0]), "=r"(f.r[1]), "=r"(f.r[2]), "=r"(f.r[3]) : "r"(a) : "memory");
+    else
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(f.r[0]), "=r"(f.r[1]), "=r"(f.r[2]), "=r"(f.r[3]) : "r"(a) : "memory");
 #endif
 }
 
-/* the same, each matrix transposed on the way: lane l gets rows 2 (l % 4) and 2 (l % 4) + 1 of
- * column l / 4 */
-__device__ __forceinline__ void ldsm_x4_trans(ldsm_frag &f, const bf16 *base, int off)
-{
-#ifdef HARNESS_EMU
-    ldsm_gather(f, base, off, true);
-#else
-    unsigned a = (unsigned)__cvta_generic_to_shared(base + off);
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(f.r[0]), "=r"(f.r[1]), "=r"(f.r[2]), "=r"(f.r[3]) : "r"(a) : "memory");
-#endif
-}
-
-/* d += a b for one 16 x 8 x 16 product: a as ldsm_x4 loads a 16 x 16 tile of A (its matrices
- * are rows 0-7 and 8-15 of k 0-7, then the same of k 8-15), b as ldsm_x4_trans loads 16 of k by
- * 16 columns of B, of which `half` picks columns 0-7 (matrices 0, 1) or 8-15 (2, 3) */
+/* d += a b for one 16 x 8 x 16 product: a as ldsm_x4<false> loads a 16 x 16 tile of A (its
+ * matrices are rows 0-7 and 8-15 of k 0-7, then the same of k 8-15), b as ldsm_x4<true> loads
+ * 16 of k by 16 columns of B, of which `half` picks columns 0-7 (matrices 0, 1) or 8-15 (2, 3) */
 __device__ __forceinline__ void mma_16816(float (&d)[4], const ldsm_frag &a, const ldsm_frag &b,
                                           int half)
 {
 #ifdef HARNESS_EMU
     if (a.trans || !b.trans) {
-        printf("emu: mma_16816: A must be loaded by ldsm_x4 and B by ldsm_x4_trans\n");
+        printf("emu: mma_16816: A must be loaded by ldsm_x4<false> and B by ldsm_x4<true>\n");
         __trap();
     }
     int lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
@@ -299,10 +292,10 @@ gemm_ring_kernel(const bf16 *__restrict__ a, const bf16 *__restrict__ b, float *
             ldsm_frag fa[RING_FM], fb[RING_FN];
 #pragma unroll
             for (int i = 0; i < RING_FM; i++)
-                ldsm_x4(fa[i], s_a, a_off + i * 16 * S::LDA + kk);
+                ldsm_x4<false>(fa[i], s_a, a_off + i * 16 * S::LDA + kk);
 #pragma unroll
             for (int jj = 0; jj < RING_FN; jj++)   /* 16 columns, two blocks of 8, a load */
-                ldsm_x4_trans(fb[jj], s_b, b_off + kk * RING_LDB + jj * 16);
+                ldsm_x4<true>(fb[jj], s_b, b_off + kk * RING_LDB + jj * 16);
 #pragma unroll
             for (int i = 0; i < RING_FM; i++)
 #pragma unroll
