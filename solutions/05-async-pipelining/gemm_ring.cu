@@ -157,15 +157,27 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const ldsm_frag &a, con
 #endif
 }
 
-/* One thread's share of a stage's copies. The pieces a thread copies sit at the same rows and
- * columns of every tile, so their addresses and their row and column bounds are worked out
- * once, and a new tile only moves along k. (The first version recomputed every piece's row,
- * column, bounds and 64-bit offset on every stage: some 290 instructions a warp between the
- * barrier and the first product, while the tensor cores waited.) 16-byte pieces by cp.async,
- * zero-filled past the edge with the source clamped to the matrix's base; rows that are not
- * 16-byte aligned (k or n not a multiple of 8) go one bf16 at a time through registers, as in
- * step 1. */
-template <int BK>
+/* One thread's share of a stage's copies, issued tile after tile. The pieces a thread copies sit
+ * at the same rows and columns of every tile, so the copier works out their offsets and bounds
+ * once and then only steps along k: A's pieces move BK elements a tile, B's BK rows. (The
+ * first version recomputed each piece's row, column, bounds and 64-bit offset, a 64-bit
+ * multiply among them, on every tile: in the SASS some 18 instructions a copy, between the
+ * products, with two warps a scheduler to cover them.)
+ *
+ * A tile that lies wholly inside the matrices (every tile of an interior block but the last
+ * along a ragged k) takes the short path: an add and a cp.async a piece. The others check each
+ * piece and zero-fill what lies past the edge, its source clamped to the matrix's base so that
+ * no address outside the matrix is formed. Rows that are not 16-byte aligned (k or n not a
+ * multiple of 8) go one bf16 at a time through registers, as in step 1.
+ *
+ * VEC: both matrices' rows are 16-byte aligned (the common case, and a kernel of its own: the
+ * registers path's code then stays out of the main loop, whose SASS it doubled).
+ *
+ * issue(st, part, parts) copies the pieces i with i % parts == part, so that a tile's copies
+ * can go out in parts between the products; the last part moves the copier on to the next
+ * tile. (part and parts are constants once the kernel's loops are unrolled, and the tests on
+ * them vanish.) */
+template <int BK, bool VEC>
 struct ring_copier {
     typedef ring_stage<BK> S;
     static constexpr int A_PIECES = RING_BM * BK / 8 / THREADS;   /* 4 a thread (BK = 64) */
@@ -175,18 +187,21 @@ struct ring_copier {
     static_assert(RING_BM * BK / 8 % THREADS == 0 && BK * RING_BN / 8 % THREADS == 0,
                   "every thread copies the same number of pieces");
 
-    const bf16 *a, *b;          /* the matrices */
-    const bf16 *a_src, *b_src;  /* this thread's first piece of A and of B in tile 0 */
-    int a_row, a_col;           /* that piece of A in the tile; the others A_STEP rows apart */
-    int b_row, b_col;           /* and of B; the others B_STEP rows apart */
-    unsigned a_rows_in;         /* bit i: piece i of A lies in a row < m */
-    bool b_col_in;              /* this thread's column of B is < n */
-    int m, k, n, row0, col0;
+    const bf16 *a, *b;           /* the matrices */
+    size_t a_next, b_next;       /* this thread's first piece of A and of B in the next tile */
+    size_t a_stride, b_stride;   /* from one of its pieces to the next: A_STEP rows, B_STEP rows */
+    size_t b_tile;               /* BK rows of B: one tile along k */
+    int k0, k, m, n, row0, col0;
+    int a_row, a_col, b_row, b_col; /* the first piece in the tile; the others a stride apart */
+    unsigned a_rows_in;          /* bit i: piece i of A lies in a row < m */
+    bool b_col_in;               /* this thread's column of B is < n */
+    bool interior;               /* the block's rows and columns all lie inside C */
     bool vec_a, vec_b;
 
     __device__ __forceinline__ ring_copier(const bf16 *a_, const bf16 *b_, int m_, int k_, int n_,
                                            int row0_, int col0_, bool vec_a_, bool vec_b_)
-        : a(a_), b(b_), m(m_), k(k_), n(n_), row0(row0_), col0(col0_), vec_a(vec_a_), vec_b(vec_b_)
+        : a(a_), b(b_), k0(0), k(k_), m(m_), n(n_), row0(row0_), col0(col0_), vec_a(vec_a_),
+          vec_b(vec_b_)
     {
         a_row = threadIdx.x / (BK / 8);
         a_col = threadIdx.x % (BK / 8) * 8;
@@ -197,46 +212,88 @@ struct ring_copier {
         for (int i = 0; i < A_PIECES; i++)
             a_rows_in |= (unsigned)(row0 + a_row + i * A_STEP < m) << i;
         b_col_in = col0 + b_col < n;
-        /* formed only where in range, so that no pointer past the matrix is ever made */
-        a_src = row0 + a_row < m ? a + (size_t)(row0 + a_row) * k + a_col : a;
-        b_src = b_col_in ? b + (size_t)b_row * n + col0 + b_col : b;
+        interior = row0 + RING_BM <= m && col0 + RING_BN <= n;
+        /* offsets, not pointers: a pointer is formed only for a piece inside the matrix */
+        a_next = (size_t)(row0 + a_row) * k + a_col;
+        b_next = (size_t)b_row * n + col0 + b_col;
+        a_stride = (size_t)A_STEP * k;
+        b_stride = (size_t)B_STEP * n;
+        b_tile = (size_t)BK * n;
     }
 
-    /* start the copies of tile kt into stage st */
-    __device__ __forceinline__ void issue(bf16 *st, int kt) const
+    /* start part `part` of `parts` of the next tile's copies into stage st */
+    __device__ __forceinline__ void issue(bf16 *st, int part, int parts)
     {
-        const int k0 = kt * BK;
-        if (vec_a) {
-            const bool k_in = k0 + a_col < k;  /* k % 8 == 0: a piece is all in or all out */
+        bf16 *s_a = st + a_row * S::LDA + a_col;
+        bf16 *s_b = st + S::A + b_row * RING_LDB + b_col;
+        const bool whole = VEC && interior && k0 + BK <= k;
+        if (whole) {
 #pragma unroll
-            for (int i = 0; i < A_PIECES; i++) {
-                bool in = k_in && (a_rows_in >> i & 1);
-                const bf16 *src = in ? a_src + (size_t)i * A_STEP * k + k0 : a;
-                __pipeline_memcpy_async(st + (a_row + i * A_STEP) * S::LDA + a_col, src, 16,
-                                        in ? 0 : 16);
-            }
+            for (int i = 0; i < A_PIECES; i++)
+                if (i % parts == part)
+                    __pipeline_memcpy_async(s_a + i * A_STEP * S::LDA, a + a_next + i * a_stride,
+                                            16);
+#pragma unroll
+            for (int i = 0; i < B_PIECES; i++)
+                if (i % parts == part)
+                    __pipeline_memcpy_async(s_b + i * B_STEP * RING_LDB, b + b_next + i * b_stride,
+                                            16);
         } else {
-            load_tile_sync<RING_BM, BK, S::LDA>(st, a, m, k, row0, k0, false);
+            if (!VEC && !vec_a) {
+                if (part == 0)
+                    load_tile_sync<RING_BM, BK, S::LDA>(st, a, m, k, row0, k0, false);
+            } else {
+                const bool k_in = k0 + a_col < k; /* k % 8 == 0: a piece is all in or all out */
+#pragma unroll
+                for (int i = 0; i < A_PIECES; i++) {
+                    if (i % parts != part)
+                        continue;
+                    bool in = k_in && (a_rows_in >> i & 1);
+                    __pipeline_memcpy_async(s_a + i * A_STEP * S::LDA,
+                                            in ? a + a_next + i * a_stride : a, 16, in ? 0 : 16);
+                }
+            }
+            if (!VEC && !vec_b) {
+                if (part == 0)
+                    load_tile_sync<BK, RING_BN, RING_LDB>(st + S::A, b, k, n, k0, col0, false);
+            } else {
+#pragma unroll
+                for (int i = 0; i < B_PIECES; i++) {
+                    if (i % parts != part)
+                        continue;
+                    bool in = b_col_in && k0 + b_row + i * B_STEP < k;
+                    __pipeline_memcpy_async(s_b + i * B_STEP * RING_LDB,
+                                            in ? b + b_next + i * b_stride : b, 16, in ? 0 : 16);
+                }
+            }
         }
-        if (vec_b) {
-#pragma unroll
-            for (int i = 0; i < B_PIECES; i++) {
-                bool in = b_col_in && k0 + b_row + i * B_STEP < k;
-                const bf16 *src = in ? b_src + (size_t)(k0 + i * B_STEP) * n : b;
-                __pipeline_memcpy_async(st + S::A + (b_row + i * B_STEP) * RING_LDB + b_col, src,
-                                        16, in ? 0 : 16);
-            }
-        } else {
-            load_tile_sync<BK, RING_BN, RING_LDB>(st + S::A, b, k, n, k0, col0, false);
+        if (part == parts - 1) { /* on to the next tile */
+            k0 += BK;
+            a_next += BK;
+            b_next += b_tile;
         }
     }
 };
+
+/* the four fragments of A and four of B that one 16-wide step of k needs, from a stage */
+template <int BK>
+__device__ __forceinline__ void load_fragments(ldsm_frag (&fa)[RING_FM], ldsm_frag (&fb)[RING_FN],
+                                               const bf16 *st, int kk, int a_off, int b_off)
+{
+    typedef ring_stage<BK> S;
+#pragma unroll
+    for (int i = 0; i < RING_FM; i++)
+        ldsm_x4<false>(fa[i], st, a_off + i * 16 * S::LDA + kk);
+#pragma unroll
+    for (int jj = 0; jj < RING_FN; jj++) /* 16 columns, two blocks of 8, a load */
+        ldsm_x4<true>(fb[jj], st + S::A, b_off + kk * RING_LDB + jj * 16);
+}
 
 /* the dynamic shared memory of a launch (declared at file scope: one name for every
  * instantiation of the template below) */
 extern __shared__ __align__(128) bf16 smem[];
 
-template <int BK, int STAGES>
+template <int BK, int STAGES, bool VEC>
 __global__ void __launch_bounds__(THREADS, 1)
 gemm_ring_kernel(const bf16 *__restrict__ a, const bf16 *__restrict__ b, float *__restrict__ c,
                  int m, int k, int n, bool vec_a, bool vec_b)
@@ -244,6 +301,9 @@ gemm_ring_kernel(const bf16 *__restrict__ a, const bf16 *__restrict__ b, float *
 #if GEMM_BF16_MMA
     /* stage s: A at smem + s * S::ELEMS, B right after it */
     typedef ring_stage<BK> S;
+    constexpr int KS = BK / 16;                 /* steps of 16 a tile: 4 (BK = 64) */
+    constexpr int PARTS = KS / 2;               /* a refill goes out over the first 2 of them */
+    static_assert(KS % 2 == 0, "the fragments' two buffers alternate across tiles");
 
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     int warp_row = warp / (RING_BN / RING_WN), warp_col = warp % (RING_BN / RING_WN);
@@ -265,48 +325,61 @@ gemm_ring_kernel(const bf16 *__restrict__ a, const bf16 *__restrict__ b, float *
     const int a_off = (warp_row * RING_WM + lane % 16) * S::LDA + (lane / 16) * 8;
     const int b_off = (lane % 16) * RING_LDB + warp_col * RING_WN + (lane / 16) * 8;
 
-    const ring_copier<BK> copier(a, b, m, k, n, row0, col0, vec_a, vec_b);
+    ring_copier<BK, VEC> copier(a, b, m, k, n, row0, col0, vec_a, vec_b);
 
     /* prologue: tiles 0 .. STAGES - 2 in flight, one commit group each (empty groups past the
      * last tile keep the count of groups, and so wait_prior's argument, the same) */
 #pragma unroll
     for (int s = 0; s < STAGES - 1; s++) {
         if (s < tiles)
-            copier.issue(smem + s * S::ELEMS, s);
+            copier.issue(smem + s * S::ELEMS, 0, 1);
         __pipeline_commit();
     }
 
+    /* Two sets of fragments: while the tensor cores multiply one step's, the next step's are
+     * on their way from shared memory, so no product waits for an ldmatrix. The last step of
+     * a tile is where the stage changes: there the warp waits for tile t + 1 and for the
+     * other warps (which have all loaded their last fragments of tile t, so its stage may be
+     * refilled), and loads tile t + 1's first fragments before tile t's last products. */
+    ldsm_frag fa[2][RING_FM], fb[2][RING_FN];
+    __pipeline_wait_prior(STAGES - 2);   /* tile 0 has landed, for every thread */
+    __syncthreads();
+    load_fragments<BK>(fa[0], fb[0], smem, 0, a_off, b_off);
+
     for (int t = 0; t < tiles; t++) {
-        /* of this thread's groups, all but the STAGES - 2 youngest are done: tile t's included */
-        __pipeline_wait_prior(STAGES - 2);
-        /* everyone's copies of tile t have landed, and everyone has finished tile t - 1, whose
-         * stage the copies issued in this step refill */
-        __syncthreads();
-        const bf16 *s_a = smem + (t % STAGES) * S::ELEMS;
-        const bf16 *s_b = s_a + S::A;
+        const bf16 *st = smem + (t % STAGES) * S::ELEMS;
+        /* the refill: tile t + STAGES - 1 into the stage tile t - 1 used, free since the
+         * barrier in tile t - 1's last step */
         const int fill = t + STAGES - 1;
-        /* unrolled whole: the next steps' loads go out while this step's products run (210
-         * registers a thread for 64 of k, no spill) */
+        bf16 *st_fill = smem + (fill % STAGES) * S::ELEMS;
 #pragma unroll
-        for (int kk = 0; kk < BK; kk += 16) {
-            ldsm_frag fa[RING_FM], fb[RING_FN];
-#pragma unroll
-            for (int i = 0; i < RING_FM; i++)
-                ldsm_x4<false>(fa[i], s_a, a_off + i * 16 * S::LDA + kk);
-#pragma unroll
-            for (int jj = 0; jj < RING_FN; jj++)   /* 16 columns, two blocks of 8, a load */
-                ldsm_x4<true>(fb[jj], s_b, b_off + kk * RING_LDB + jj * 16);
+        for (int ks = 0; ks < KS; ks++) {
+            const int cur = ks % 2, nxt = (ks + 1) % 2;
+            if (ks < KS - 1) {
+                load_fragments<BK>(fa[nxt], fb[nxt], st, (ks + 1) * 16, a_off, b_off);
+            } else {
+                /* of this thread's groups, all but the STAGES - 2 youngest are done: tile
+                 * t + 1's included */
+                __pipeline_wait_prior(STAGES - 2);
+                __syncthreads();
+                if (t + 1 < tiles)
+                    load_fragments<BK>(fa[nxt], fb[nxt], smem + ((t + 1) % STAGES) * S::ELEMS, 0,
+                                       a_off, b_off);
+            }
+            /* the refill's copies go out in PARTS parts, one before each of the first steps'
+             * products, so the warps never stop multiplying for long to issue them */
+            if (ks < PARTS) {
+                if (fill < tiles)
+                    copier.issue(st_fill, ks, PARTS);
+                if (ks == PARTS - 1)
+                    __pipeline_commit();
+            }
 #pragma unroll
             for (int i = 0; i < RING_FM; i++)
 #pragma unroll
                 for (int j = 0; j < 2 * RING_FN; j++)
-                    mma_16816(acc[i][j], fa[i], fb[j / 2], j % 2);
-            /* the refill of the stage tile t - 1 used goes out once the first products are
-             * queued, so the tensor cores are busy while the warps issue the copies */
-            if (kk == 0 && fill < tiles)
-                copier.issue(smem + (fill % STAGES) * S::ELEMS, fill);
+                    mma_16816(acc[i][j], fa[cur][i], fb[cur][j / 2], j % 2);
         }
-        __pipeline_commit();
     }
 
     /* the store of C straight from the accumulators: lane (g, q) holds rows g and g + 8,
@@ -341,18 +414,28 @@ gemm_ring_kernel(const bf16 *__restrict__ a, const bf16 *__restrict__ b, float *
 #endif
 }
 
+template <int BK, int STAGES, bool VEC>
+static void launch_ring(const bf16 *a, const bf16 *b, float *c, int m, int k, int n,
+                        size_t smem_bytes, bool vec_a, bool vec_b)
+{
+    /* over 48 KB of dynamic shared memory a block must be allowed explicitly */
+    CUDA_CHECK(cudaFuncSetAttribute(gemm_ring_kernel<BK, STAGES, VEC>,
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_bytes));
+    dim3 grid(cdiv(n, RING_BN), cdiv(m, RING_BM));
+    gemm_ring_kernel<BK, STAGES, VEC><<<grid, THREADS, smem_bytes>>>(a, b, c, m, k, n, vec_a,
+                                                                     vec_b);
+    CUDA_CHECK(cudaGetLastError());
+}
+
 template <int BK, int STAGES>
 static void launch_ring(const bf16 *a, const bf16 *b, float *c, int m, int k, int n,
                         size_t smem_bytes)
 {
-    /* over 48 KB of dynamic shared memory a block must be allowed explicitly */
-    CUDA_CHECK(cudaFuncSetAttribute(gemm_ring_kernel<BK, STAGES>,
-                                    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_bytes));
-    dim3 grid(cdiv(n, RING_BN), cdiv(m, RING_BM));
-    gemm_ring_kernel<BK, STAGES><<<grid, THREADS, smem_bytes>>>(a, b, c, m, k, n,
-                                                                rows_are_16b_aligned(a, k),
-                                                                rows_are_16b_aligned(b, n));
-    CUDA_CHECK(cudaGetLastError());
+    const bool vec_a = rows_are_16b_aligned(a, k), vec_b = rows_are_16b_aligned(b, n);
+    if (vec_a && vec_b)
+        launch_ring<BK, STAGES, true>(a, b, c, m, k, n, smem_bytes, true, true);
+    else
+        launch_ring<BK, STAGES, false>(a, b, c, m, k, n, smem_bytes, vec_a, vec_b);
 }
 
 /* STAGES stages of 64 of k where the device gives a block room for them (sm_90: 227 KB, sm_80:
