@@ -148,6 +148,11 @@ build/cuda/probe: build/cuda/harness/probe.o build/cuda/libharness.a
 build/cuda/tests/harness: build/cuda/tests/harness.o build/cuda/harness/harness.o
 	$(CC) -o $@ $^ $(CHECK_LIBS)
 
+# The probe that measured the shared-memory wavefronts the CPU backend's model is checked
+# against (tests/ncu/shared_wavefronts.cu says how to run it under ncu on a GPU)
+build/cuda/tests/shared_wavefronts: build/cuda/tests/ncu/shared_wavefronts.o
+	$(CXX) -o $@ $^ $(LDLIBS_cuda)
+
 -include $(shell find build -name '*.d' 2>/dev/null)
 
 # ---- isolation: the grade glue against a hang, a crash, NaN, Inf, an unwritten element and an
@@ -179,7 +184,8 @@ compile-all: $(patsubst %.cu,build/cuda/%.o,$(CU_ALL))
 .PHONY: gpu-build
 gpu-build:
 	$(MAKE) --no-print-directory B=cuda SIDES="chapters solutions" CHAPTERS="$(CHAPTERS_ALL)" \
-	  graders mutants build/cuda/probe build/cuda/tests/harness build/cuda/tests/isolation
+	  graders mutants build/cuda/probe build/cuda/tests/harness build/cuda/tests/isolation \
+	  build/cuda/tests/shared_wavefronts
 
 .PHONY: mutants
 mutants: $(foreach m,$(MUTANTS),build/$(B)/mutants/$m/grade)

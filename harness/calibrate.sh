@@ -95,7 +95,7 @@ mkdir -p "$(dirname "$out")"
     echo "# driver: ${driver:-unknown}"
     echo "# date: $(date -u +%Y-%m-%d)"
     echo "# ncu: ${ncu_version:-unknown} (--clock-control none)"
-    echo "# model: the instrumented emu build (${compiler:-compiler unknown}; -O1 -fno-tree-vectorize)"
+    echo "# model: the instrumented emu build (${compiler:-compiler unknown}; -O1 -fno-tree-vectorize -fno-tree-sra)"
     echo "# shapes: 128x128x128 (01, 04), 256x256 (02), 16384 elements (03); ratio = ncu / model"
     cat "$notes"
     printf 'chapter\trung\tkernel\tmetric\tmodel\tncu\tratio\n'

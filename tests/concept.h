@@ -13,8 +13,9 @@
  * a float4), so that a kernel that moves wider words is judged by what it could have done:
  *   sectors      a full warp's request of W-byte words touches 32 x W / 32 = W sectors at best
  *                (4 for floats, 16 for float4s); the limit is CONCEPT_SECTOR_MARGIN times that
- *   wavefronts   32 x W bytes pass the 32 banks of 4 bytes in 32 x W / 128 wavefronts at best,
- *                and never fewer than 1 (1 for floats, 2 for 8-byte words, 4 for float4s)
+ *   wavefronts   32 x W bytes, each lane its own word, pass the 32 banks of 4 bytes in
+ *                32 x W / 128 wavefronts at best, and never fewer than 1 (1 for floats, 2 for
+ *                8-byte words, 4 for float4s); lanes that share addresses can need fewer
  *
  * Defining CONCEPT_LIMITS_ONLY before including this file gives the limits alone, without the
  * grader's part (tests/emu_profile.c judges its planted kernels with them). */

@@ -16,6 +16,7 @@
 #include "capture.h"
 #include "emu_profile.h"
 #include "emu_profile_kernels.h"
+#include "shared_patterns.h"
 #define CONCEPT_LIMITS_ONLY /* the graders' limits, without the grader */
 #include "concept.h"
 
@@ -161,6 +162,62 @@ START_TEST(column_of_a_padded_tile_is_1_wavefront)
 }
 END_TEST
 
+/* The model's shared-memory rule (harness/emu/prof/prof.cpp, shared_wavefronts) against what
+ * the reference H200 measured for the same loads (tests/ncu/shared_wavefronts.cu, recorded in
+ * plots/data/h200/shared-wavefronts.tsv): every pattern, exactly. */
+#define WAVEFRONTS_TSV "plots/data/h200/shared-wavefronts.tsv"
+
+/* the H200's wavefronts for pattern p, from the record; -1 if the record has no such row */
+static int h200_wavefronts(int p)
+{
+    FILE *f = fopen(WAVEFRONTS_TSV, "r");
+    ck_assert_msg(f != NULL, "cannot open %s (the tests run from the project's root)", WAVEFRONTS_TSV);
+    char line[512];
+    int found = -1;
+    while (found < 0 && fgets(line, sizeof line, f)) {
+        int bytes, requests, wavefronts;
+        char index[128];
+        if (line[0] == '#' || sscanf(line, "%d\t%127[^\t]\t%d\t%d", &bytes, index, &requests,
+                                     &wavefronts) != 4)
+            continue;
+        if (bytes == shared_pattern_bytes(p) && strcmp(index, shared_pattern_name(p)) == 0) {
+            ck_assert_msg(requests == 1, "%s: %d bytes at %s: %d requests", WAVEFRONTS_TSV, bytes,
+                          index, requests);
+            found = wavefronts;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+START_TEST(shared_wavefronts_match_the_h200)
+{
+    int *d_index;
+    float *out = device_floats(32);
+    CK_CUDA(cudaMalloc((void **)&d_index, 32 * sizeof(int)));
+    int wrong = 0;
+    for (int p = 0; p < SHARED_PATTERN_COUNT; p++) {
+        int h[32];
+        for (int l = 0; l < 32; l++)
+            h[l] = shared_pattern_index(p, l);
+        CK_CUDA(cudaMemcpy(d_index, h, sizeof h, cudaMemcpyHostToDevice));
+        prof_shared_pattern(d_index, out, shared_pattern_bytes(p));
+        struct emu_profile_totals t = last();
+        const int want = h200_wavefronts(p);
+        ck_assert_msg(want > 0, "%s has no row for %d bytes at index %s", WAVEFRONTS_TSV,
+                      shared_pattern_bytes(p), shared_pattern_name(p));
+        ck_assert_uint_eq(t.shld_requests, 1);
+        if (t.shld_wavefronts != (unsigned long long)want) {
+            fprintf(stderr, "  %2d bytes at index %-18s model %llu wavefronts, H200 %d\n",
+                    shared_pattern_bytes(p), shared_pattern_name(p), t.shld_wavefronts, want);
+            wrong++;
+        }
+    }
+    ck_assert_msg(wrong == 0, "%d of %d patterns differ from the H200 (listed above)", wrong,
+                  SHARED_PATTERN_COUNT);
+}
+END_TEST
+
 START_TEST(branch_on_lane_parity_diverges)
 {
     const int n = 1024;
@@ -255,6 +312,7 @@ static Suite *suite(void)
     tcase_add_test(tc, a_partial_warp_at_the_edge_is_one_request);
     tcase_add_test(tc, column_of_a_32x32_tile_is_32_wavefronts);
     tcase_add_test(tc, column_of_a_padded_tile_is_1_wavefront);
+    tcase_add_test(tc, shared_wavefronts_match_the_h200);
     tcase_add_test(tc, branch_on_lane_parity_diverges);
     tcase_add_test(tc, branch_on_warp_parity_does_not);
     tcase_add_test(tc, recording_can_be_switched_off);

@@ -2,6 +2,7 @@
  * that the model must reproduce exactly; keep them small and their branches real (a branch
  * the compiler can turn into a select is not one). */
 #include "emu_profile_kernels.h"
+#include "shared_patterns.h"
 
 __global__ void copy_kernel(const float *in, float *out, int n)
 {
@@ -97,4 +98,29 @@ __global__ void shared_overrun_kernel(float *out, int stride)
 void prof_shared_overrun(float *out, int stride)
 {
     shared_overrun_kernel<<<1, 32>>>(out, stride);
+}
+
+/* one warp: lane l loads one T (float, float2, float4) at element index[l] of that width */
+__device__ float sum_of(float v) { return v; }
+__device__ float sum_of(float2 v) { return v.x + v.y; }
+__device__ float sum_of(float4 v) { return v.x + v.y + v.z + v.w; }
+
+template <typename T> __global__ void shared_pattern_kernel(const int *index, float *out)
+{
+    __shared__ __align__(16) float s[SHARED_PATTERN_BYTES / 4];
+    for (int i = threadIdx.x; i < SHARED_PATTERN_BYTES / 4; i += 32)
+        s[i] = (float)i;
+    __syncthreads();
+    const T v = reinterpret_cast<const T *>(s)[index[threadIdx.x]];
+    out[threadIdx.x] = sum_of(v);
+}
+
+void prof_shared_pattern(const int *index, float *out, int bytes)
+{
+    if (bytes == 16)
+        shared_pattern_kernel<float4><<<1, 32>>>(index, out);
+    else if (bytes == 8)
+        shared_pattern_kernel<float2><<<1, 32>>>(index, out);
+    else
+        shared_pattern_kernel<float><<<1, 32>>>(index, out);
 }

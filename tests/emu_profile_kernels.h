@@ -26,6 +26,10 @@ void prof_branch(const float *in, float *out, int n, int by_warp);
 void prof_read_before(const float *in, float *out);
 /* 32 threads write a 32-float __shared__ array at [threadIdx.x * stride] */
 void prof_shared_overrun(float *out, int stride);
+/* one warp: lane l loads `bytes` bytes (4, 8 or 16: a float, float2 or float4) at element
+ * index[l] of that width from a 16-byte aligned __shared__ array of SHARED_PATTERN_BYTES
+ * (tests/shared_patterns.h); index: 32 ints in device memory */
+void prof_shared_pattern(const int *index, float *out, int bytes);
 
 #ifdef __cplusplus
 }

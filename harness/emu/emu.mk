@@ -80,7 +80,9 @@ emu-test: $(EMU_TEST_BIN)
 # Kernel files compiled with GCC's ThreadSanitizer hooks on every load and store and
 # SanitizerCoverage's hook on every basic block; prof/prof.cpp is the hooks' runtime (libtsan is
 # never linked). The numbers are a model pinned to one compiler and one optimisation level:
-# -O3 (loop unswitching, vectorisation) changes the branches and the accesses the model sees.
+# -O3 (loop unswitching, vectorisation) changes the branches and the accesses the model sees,
+# and without -fno-tree-sra GCC splits a float4 load used part by part into four float loads
+# (nvcc issues one LDS.128 or LDG.128).
 #   EMU_PROF_LIB             the runtime with the profiler: build/emu-prof/libemu_prof.a
 #   build/emu-prof/%.o: %.cu  any CUDA source, instrumented
 #   emu-profile-test         the profiler's own Check suite (tests/emu_profile.c)
@@ -91,7 +93,7 @@ EMU_PROF_GCC_MAJOR := 12
 EMU_PROF_LIB := $(EMU_PROF_BUILD)/libemu_prof.a
 EMU_PROF_RT_OBJS := $(patsubst $(EMU_DIR)/src/%.cpp,$(EMU_PROF_BUILD)/runtime/%.o,$(wildcard $(EMU_DIR)/src/*.cpp)) \
                     $(EMU_PROF_BUILD)/runtime/prof.o $(EMU_BUILD)/runtime/switch_x86_64.o
-EMU_PROF_CU_CXXFLAGS := -std=c++17 -O1 -fno-tree-vectorize -g -gdwarf-4 -fno-strict-aliasing \
+EMU_PROF_CU_CXXFLAGS := -std=c++17 -O1 -fno-tree-vectorize -fno-tree-sra -g -gdwarf-4 -fno-strict-aliasing \
                         -fstack-clash-protection -fsanitize=thread -fsanitize-coverage=trace-pc \
                         --param=tsan-instrument-func-entry-exit=0 -Wno-unknown-pragmas -Wall \
                         -Wno-unused-parameter -Wno-unused-variable -Wno-unused-function
@@ -124,7 +126,8 @@ $(EMU_PROF_BUILD)/%.o: %.cu $(EMU_REWRITE) $(EMU_HEADERS) $(EMU_DIR)/emu.mk
 # known, built instrumented; a Check suite in C asks the runtime for each launch's totals.
 EMU_PROF_TEST_BIN := $(EMU_PROF_BUILD)/tests/emu_profile
 
-$(EMU_PROF_BUILD)/tests/emu_profile.o: tests/emu_profile.c tests/capture.h tests/emu_profile_kernels.h $(EMU_HEADERS)
+$(EMU_PROF_BUILD)/tests/emu_profile.o: tests/emu_profile.c tests/capture.h tests/emu_profile_kernels.h \
+                                       tests/shared_patterns.h $(EMU_HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O2 -g -Wall -Wextra -Werror $(EMU_CPPFLAGS) $(EMU_CHECK_CFLAGS) -c $< -o $@
 
