@@ -51,8 +51,7 @@ gpu_name=${device%% (*}
 driver=$(sed -n 's/.* SMs, \(.*\))$/\1/p' <<<"$device")
 [[ -n $driver ]] || driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1)
 ncu_version=$("$ncu" --version 2>/dev/null | tail -n 1)
-compiler=$(readelf -p .comment "build/emu-prof/solutions/${chapters%% *}/profile" 2>/dev/null |
-           sed -n 's/.*\(GCC: .*\)$/\1/p' | sort -u | tail -n 1)
+model_build=$(harness/emu/prof/model-build.sh "build/emu-prof/solutions/${chapters%% *}/profile")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 rows=$work/rows.tsv notes=$work/notes
@@ -95,7 +94,7 @@ mkdir -p "$(dirname "$out")"
     echo "# driver: ${driver:-unknown}"
     echo "# date: $(date -u +%Y-%m-%d)"
     echo "# ncu: ${ncu_version:-unknown} (--clock-control none)"
-    echo "# model: the instrumented emu build (${compiler:-compiler unknown}; -O1 -fno-tree-vectorize -fno-tree-sra)"
+    echo "# model: the instrumented emu build ($model_build)"
     echo "# shapes: 128x128x128 (01, 04), 256x256 (02), 16384 elements (03); ratio = ncu / model"
     cat "$notes"
     printf 'chapter\trung\tkernel\tmetric\tmodel\tncu\tratio\n'

@@ -21,25 +21,13 @@ fi
 
 # ---- backend -------------------------------------------------------------------------------
 backend=$BACKEND
-case $backend in
-    auto|cuda|emu) ;;
-    *) echo "$mode: BACKEND=$backend: choose auto, cuda or emu" >&2; exit 2 ;;
-esac
-if [[ $backend != emu ]]; then
-    $make_ --no-print-directory -s build/cuda/probe || exit 1
-    if device=$(build/cuda/probe); then
-        backend=cuda
-        echo "$mode: GPU: $device"
-    elif [[ $backend == cuda ]]; then
-        echo "$mode: BACKEND=cuda, but no GPU answered: $device" >&2
-        exit 1
-    else
-        backend=emu
-        echo "$mode: no GPU answered ($device)."
-        [[ $mode == grade ]] &&
-            echo "grade: grading on the CPU backend: your kernels run on this processor, their" \
-                 "results are graded for real on smaller shapes, and speed is graded on a GPU only."
-    fi
+# shellcheck source=harness/backend.sh
+source harness/backend.sh
+if choose_backend "$mode"; then
+    [[ $backend == cuda ]] && echo "$mode: GPU: $device"
+elif [[ $mode == grade ]]; then
+    echo "grade: grading on the CPU backend: your kernels run on this processor, their" \
+         "results are graded for real on smaller shapes, and speed is graded on a GPU only."
 fi
 if [[ $mode != grade && $backend != cuda ]]; then
     echo "$mode: timings on the CPU backend are not GPU timings; \`make $mode\` needs a GPU" >&2

@@ -92,7 +92,7 @@ for c in ${CHAPTERS:-}; do
     fi
     ran=$((ran + 1))
     if [[ $backend == emu ]]; then
-        echo "# $c ($side), instrumented emu build (g++ -O1 -fno-tree-vectorize -fno-tree-sra): a model, not a GPU measurement"
+        echo "# $c ($side), instrumented emu build ($(harness/emu/prof/model-build.sh "$bin")): a model, not a GPU measurement"
         KERNEL=${KERNEL:-} "$bin" || status=1
         continue
     fi

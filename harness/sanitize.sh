@@ -129,10 +129,9 @@ fi
 
 # ---- backend -------------------------------------------------------------------------------
 backend=${BACKEND:-auto}
-case $backend in
-    auto|cuda|emu) ;;
-    *) echo "sanitize: BACKEND=$backend: choose auto, cuda or emu" >&2; exit 2 ;;
-esac
+# shellcheck source=harness/backend.sh
+source harness/backend.sh
+check_backend_name sanitize
 device=
 if [[ $prebuilt == 1 ]]; then
     [[ $backend == auto ]] && backend=cuda
@@ -140,19 +139,9 @@ if [[ $prebuilt == 1 ]]; then
         probe=${PROBE:-build/cuda/probe}
         device=$($probe 2>&1) || device="(no GPU answered: $device)"
     fi
-elif [[ $backend != emu ]]; then
-    $make_ --no-print-directory -s build/cuda/probe || exit 1
-    if device=$(build/cuda/probe); then
-        backend=cuda
-    elif [[ $backend == cuda ]]; then
-        echo "sanitize: BACKEND=cuda, but no GPU answered: $device" >&2
-        exit 1
-    else
-        backend=emu
-        echo "sanitize: no GPU answered ($device)."
-        echo "sanitize: compute-sanitizer needs one; checking with the CPU backend's instrumented" \
-             "build instead (the bounds of every access, and the barriers)"
-    fi
+elif ! choose_backend sanitize; then
+    echo "sanitize: compute-sanitizer needs one; checking with the CPU backend's instrumented" \
+         "build instead (the bounds of every access, and the barriers)"
 fi
 [[ $backend == emu ]] && device="CPU backend (emu), instrumented build"
 

@@ -250,10 +250,7 @@ END_TEST
 START_TEST(coalesced)
 {
     int slot = COALESCED;
-    struct concept_row r;
-    char why[512];
-    if (concept_profile("yours", &r, why, sizeof why) != 0)
-        ck_abort_msg("%s", why);
+    struct concept_row r = concept_profile_or_abort("yours");
     if (r.gld_requests == 0 || r.gst_requests == 0)
         ck_abort_msg("transpose at 256x256 made %llu global load and %llu global store requests: "
                      "it moved nothing", r.gld_requests, r.gst_requests);
@@ -276,10 +273,7 @@ END_TEST
 START_TEST(conflict_free)
 {
     int slot = CONFLICT_FREE;
-    struct concept_row r;
-    char why[512];
-    if (concept_profile("yours", &r, why, sizeof why) != 0)
-        ck_abort_msg("%s", why);
+    struct concept_row r = concept_profile_or_abort("yours");
     if (r.shld_requests == 0 || r.shst_requests == 0) {
         grade_hint(slot, "stage each 32x32 tile in a __shared__ array: store it along the rows "
                          "of in, __syncthreads(), read it back transposed (README.md, \"A tile "

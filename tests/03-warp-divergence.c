@@ -314,10 +314,7 @@ static const int BENCH_SIZES[] = { 1 << 22, 1 << 24 };
 START_TEST(uniform)
 {
     int slot = UNIFORM;
-    struct concept_row r;
-    char why[512];
-    if (concept_profile("yours", &r, why, sizeof why) != 0)
-        ck_abort_msg("%s", why);
+    struct concept_row r = concept_profile_or_abort("yours");
     if (r.warps == 0 || r.gld_requests == 0)
         ck_abort_msg("process at n = 16384 launched %llu warps that made %llu global load "
                      "requests: it read nothing", r.warps, r.gld_requests);

@@ -336,10 +336,7 @@ END_TEST
 START_TEST(coalesced)
 {
     int slot = COALESCED;
-    struct concept_row r;
-    char why[512];
-    if (concept_profile("yours", &r, why, sizeof why) != 0)
-        ck_abort_msg("%s", why);
+    struct concept_row r = concept_profile_or_abort("yours");
     if (r.gld_requests == 0 || r.work <= 0)
         ck_abort_msg("matmul_tiled at 128x128x128 made %llu global load requests: it read "
                      "nothing", r.gld_requests);

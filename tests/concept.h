@@ -58,6 +58,7 @@ static inline double concept_max_wavefronts(double width)
 
 #ifndef CONCEPT_LIMITS_ONLY
 
+#include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,6 +189,16 @@ static inline int concept_profile(const char *name, struct concept_row *r, char 
     for (int i = 0; i < 6; i++)
         *w[i] = strtod(c[18 + i], NULL);
     return 0;
+}
+
+/* The same, for a Check test: NAME's row, or the test fails saying why it could not be had. */
+static inline struct concept_row concept_profile_or_abort(const char *name)
+{
+    struct concept_row r;
+    char why[512];
+    if (concept_profile(name, &r, why, sizeof why) != 0)
+        ck_abort_msg("%s", why);
+    return r;
 }
 
 #endif /* CONCEPT_LIMITS_ONLY */
