@@ -106,6 +106,14 @@ build/emu/tests/%.o: tests/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(CPPFLAGS_emu) -Ichapters/$* -c $< -o $@
 
+build/cuda/graders/%.o: graders/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(CPPFLAGS_cuda) -Ichapters/$* -c $< -o $@
+
+build/emu/graders/%.o: graders/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(CPPFLAGS_emu) -Ichapters/$* -c $< -o $@
+
 build/cuda/libharness.a: $(call HARNESS_OBJS,cuda)
 	$(AR) rcs $@ $^
 
@@ -114,7 +122,7 @@ build/emu/libharness.a: $(call HARNESS_OBJS,emu)
 
 # build/BACKEND/SIDE/CHAPTER/grade: the chapter's grader linked with one side's kernels
 define grader_rule
-build/$1/$2/$3/grade: build/$1/tests/$3.o $(patsubst %.cu,build/$1/%.o,$(call backend_sources,$1,$(call cu_sources,$2,$3))) build/$1/libharness.a $(LIBDEP_$1)
+build/$1/$2/$3/grade: build/$1/graders/$3.o $(patsubst %.cu,build/$1/%.o,$(call backend_sources,$1,$(call cu_sources,$2,$3))) build/$1/libharness.a $(LIBDEP_$1)
 	@mkdir -p $$(@D)
 	$(CXX) -o $$@ $$(filter %.o,$$^) build/$1/libharness.a $(LDLIBS_$1)
 endef
@@ -129,14 +137,14 @@ mutant_file = $(notdir $(call mutant_path,$1))
 
 # the patched copy is remade when the patch or the file it patches changes
 define mutant_src
-build/mutants/$1/$(notdir $2): tests/mutants/$1.patch $2 harness/mutate.sh
-	harness/mutate.sh $$< $$(@D)
+build/mutants/$1/$(notdir $2): tests/mutants/$1.patch $2 scripts/mutate.sh
+	scripts/mutate.sh $$< $$(@D)
 endef
 $(foreach m,$(MUTANTS),$(eval $(call mutant_src,$m,$(call mutant_path,$m))))
 
 mutant_chapter = $(firstword $(subst /, ,$1))
 define mutant_rule
-build/$1/mutants/$2/grade: build/$1/tests/$(call mutant_chapter,$2).o build/$1/build/mutants/$2/$(3:.cu=.o) $(patsubst %.cu,build/$1/%.o,$(call backend_sources,$1,$(filter-out %/$3,$(call cu_sources,solutions,$(call mutant_chapter,$2))))) build/$1/libharness.a $(LIBDEP_$1)
+build/$1/mutants/$2/grade: build/$1/graders/$(call mutant_chapter,$2).o build/$1/build/mutants/$2/$(3:.cu=.o) $(patsubst %.cu,build/$1/%.o,$(call backend_sources,$1,$(filter-out %/$3,$(call cu_sources,solutions,$(call mutant_chapter,$2))))) build/$1/libharness.a $(LIBDEP_$1)
 	@mkdir -p $$(@D)
 	$(CXX) -o $$@ $$(filter %.o,$$^) build/$1/libharness.a $(LDLIBS_$1)
 endef
@@ -180,7 +188,7 @@ CU_ALL := $(wildcard chapters/*/*.cu solutions/*/*.cu)
 .PHONY: compile-all
 compile-all: $(patsubst %.cu,build/cuda/%.o,$(CU_ALL))
 
-# Everything a visit to a GPU needs, built here: run it there with harness/gpu-run.sh.
+# Everything a visit to a GPU needs, built here: run it there with scripts/gpu-run.sh.
 .PHONY: gpu-build
 gpu-build:
 	$(MAKE) --no-print-directory B=cuda SIDES="chapters solutions" CHAPTERS="$(CHAPTERS_ALL)" \
@@ -195,27 +203,27 @@ mutants: $(foreach m,$(MUTANTS),build/$(B)/mutants/$m/grade)
 .PHONY: deps deps-grade deps-test deps-book
 deps: deps-test
 deps-grade deps-test deps-book: deps-%:
-	@harness/deps.sh $*
+	@scripts/deps.sh $*
 
 .PHONY: grade
 grade: deps-grade
 	@CHAPTERS="$(CHAPTERS)" CHAPTERS_ALL="$(CHAPTERS_ALL)" CH="$(CH)" SIDE="$(SIDE)" \
-	  BACKEND="$(BACKEND)" MAKE="$(MAKE)" harness/grade.sh
+	  BACKEND="$(BACKEND)" MAKE="$(MAKE)" scripts/grade.sh
 
 .PHONY: bench
 bench: deps-grade
 	@CHAPTERS="$(CHAPTERS)" CHAPTERS_ALL="$(CHAPTERS_ALL)" CH="$(CH)" SIDE="$(SIDE)" \
-	  BACKEND="$(BACKEND)" MAKE="$(MAKE)" harness/grade.sh --bench
+	  BACKEND="$(BACKEND)" MAKE="$(MAKE)" scripts/grade.sh --bench
 
 # on a GPU: measure each candidate configuration of the chapters that have them (04)
 .PHONY: tune
 tune: deps-grade
 	@CHAPTERS="$(CHAPTERS)" CHAPTERS_ALL="$(CHAPTERS_ALL)" CH="$(CH)" SIDE=solutions \
-	  BACKEND="$(BACKEND)" MAKE="$(MAKE)" harness/grade.sh --tune
+	  BACKEND="$(BACKEND)" MAKE="$(MAKE)" scripts/grade.sh --tune
 
 .PHONY: test
 test: deps-test
-	@CHAPTERS_ALL="$(CHAPTERS_ALL)" MAKE="$(MAKE)" tests/run.sh
+	@CHAPTERS_ALL="$(CHAPTERS_ALL)" MAKE="$(MAKE)" scripts/test.sh
 
 # ---- plots and the book ------------------------------------------------------------------
 
@@ -294,13 +302,13 @@ clean:
 # the kernel with its thread and line. With BACKEND=cuda (or auto, where a GPU answers and
 # Nsight Compute is installed), the same driver built for the GPU, each rung under ncu: the
 # same columns per kernel. harness/emu/README.md ("Profiling") gives the model;
-# harness/profile.sh runs it, harness/ncu-run.sh and harness/ncu-table.awk are the ncu side.
+# scripts/profile.sh runs it, scripts/ncu-run.sh and scripts/ncu-table.awk are the ncu side.
 PROFILE_CHAPTERS := $(filter 01-% 02-% 03-% 04-%,$(CHAPTERS_ALL))
 
 define profile_rule
 build/emu-prof/$1/$2/profile: build/emu-prof/$1/$2/profile_main.o $(patsubst %.cu,build/emu-prof/%.o,$(call backend_sources,emu,$(call cu_sources,$1,$2))) $(EMU_PROF_LIB)
 	$(CXX) -o $$@ $$(filter %.o,$$^) $(EMU_PROF_LIB) $(EMU_LDLIBS)
-build/emu-prof/$1/$2/profile_main.o: harness/emu/prof/profile_main.c chapters/$2/*.h $(EMU_HEADERS)
+build/emu-prof/$1/$2/profile_main.o: graders/profile_main.c chapters/$2/*.h $(EMU_HEADERS)
 	@mkdir -p $$(@D)
 	$(CC) $(CFLAGS) $(CPPFLAGS_emu) -Ichapters/$2 -c $$< -o $$@
 endef
@@ -311,7 +319,7 @@ $(foreach s,chapters solutions,$(foreach c,$(PROFILE_CHAPTERS),$(eval $(call pro
 define profile_cuda_rule
 build/cuda/$1/$2/profile: build/cuda/$1/$2/profile_main.o $(patsubst %.cu,build/cuda/%.o,$(call cu_sources,$1,$2))
 	$(CXX) -o $$@ $$(filter %.o,$$^) -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lpthread
-build/cuda/$1/$2/profile_main.o: harness/emu/prof/profile_main.c chapters/$2/*.h
+build/cuda/$1/$2/profile_main.o: graders/profile_main.c chapters/$2/*.h
 	@mkdir -p $$(@D)
 	$(CC) $(CFLAGS) $(CPPFLAGS_cuda) -Ichapters/$2 -c $$< -o $$@
 endef
@@ -325,7 +333,7 @@ PROFILE_DRIVERS := $(foreach b,cuda emu-prof,$(foreach s,chapters solutions,\
 profile-build: $(PROFILE_DRIVERS)
 gpu-build: profile-build
 
-# The concept tests of chapters 02-04 (tests/concept.h): on the CPU backend the grader
+# The concept tests of chapters 02-04 (graders/concept.h): on the CPU backend the grader
 # build/emu/X/grade runs the profile driver build/emu-prof/X/profile --tsv yours, so each emu
 # grader of those chapters, and each of their known-bug kernels', gets its driver built first.
 CONCEPT_CHAPTERS := $(filter 02-% 03-% 04-%,$(PROFILE_CHAPTERS))
@@ -343,16 +351,16 @@ $(foreach m,$(filter $(addsuffix /%,$(CONCEPT_CHAPTERS)),$(MUTANTS)),\
 .PHONY: profile
 profile:
 	@CHAPTERS="$(CHAPTERS)" PROFILE_CHAPTERS="$(PROFILE_CHAPTERS)" SIDE="$(SIDE)" \
-	  BACKEND="$(BACKEND)" KERNEL="$(KERNEL)" MAKE="$(MAKE)" harness/profile.sh
+	  BACKEND="$(BACKEND)" KERNEL="$(KERNEL)" MAKE="$(MAKE)" scripts/profile.sh
 
 # make calibrate, on a GPU with Nsight Compute: every rung of the solutions of chapters 01-04,
 # the model's counts against ncu's, into CALIBRATION (one row per rung and metric, with the
 # device, driver and date); the book's copy is plots/data/h200/profile-calibration.tsv.
-# harness/calibrate.sh runs it; it needs no make on the GPU machine (make profile-build here).
+# scripts/calibrate.sh runs it; it needs no make on the GPU machine (make profile-build here).
 CALIBRATION ?= build/results/profile-calibration.tsv
 .PHONY: calibrate
 calibrate: profile-build
-	@PROFILE_CHAPTERS="$(PROFILE_CHAPTERS)" harness/calibrate.sh $(CALIBRATION)
+	@PROFILE_CHAPTERS="$(PROFILE_CHAPTERS)" scripts/calibrate.sh $(CALIBRATION)
 
 # the book shows the committed calibration (book/measured.lua), or says it was not measured
 build/book.pdf: $(wildcard $(PLOT_DATA)/profile-calibration.tsv)
@@ -366,23 +374,23 @@ build/book.pdf: $(wildcard $(PLOT_DATA)/profile-calibration.tsv)
 # access before it happens, and of every barrier, stands in for memcheck and synccheck. A
 # summary per tool; exit status 0 only when no tool found an error. MUTANT=name sanitizes the
 # known-bug kernel tests/mutants/CH/name.patch. `make sanitize-record` writes the table of every
-# solution into build/results/sanitize.tsv (on a GPU; harness/gpu-run.sh with SANITIZE=1 does the
-# same from a `make gpu-build`). harness/sanitize.sh runs both.
+# solution into build/results/sanitize.tsv (on a GPU; scripts/gpu-run.sh with SANITIZE=1 does the
+# same from a `make gpu-build`). scripts/sanitize.sh runs both.
 MUTANT ?=
 TOOLS  ?= memcheck racecheck synccheck initcheck
 
 # The instrumented CPU-backend graders: a chapter's grader linked with its kernel files built
 # instrumented (build/emu-prof/...o) and the instrumented runtime. They live under
 # build/emu/sanitize/, so that the concept tests of 02-04 find a profile driver beside them
-# (tests/concept.h: build/emu/X/grade runs build/emu-prof/X/profile): a copy of the plain one.
+# (graders/concept.h: build/emu/X/grade runs build/emu-prof/X/profile): a copy of the plain one.
 define sanitize_emu_rule
-build/emu/sanitize/$1/$2/grade: build/emu/tests/$2.o $(patsubst %.cu,build/emu-prof/%.o,$(call backend_sources,emu,$(call cu_sources,$1,$2))) build/emu/libharness.a $(EMU_PROF_LIB)
+build/emu/sanitize/$1/$2/grade: build/emu/graders/$2.o $(patsubst %.cu,build/emu-prof/%.o,$(call backend_sources,emu,$(call cu_sources,$1,$2))) build/emu/libharness.a $(EMU_PROF_LIB)
 	@mkdir -p $$(@D)
 	$(CXX) -o $$@ $$(filter %.o,$$^) build/emu/libharness.a $(EMU_PROF_LIB) $(CHECK_LIBS) $(EMU_LDLIBS)
 endef
 $(foreach s,chapters solutions,$(foreach c,$(CHAPTERS_ALL),$(eval $(call sanitize_emu_rule,$s,$c))))
 define sanitize_emu_mutant_rule
-build/emu/sanitize/mutants/$1/grade: build/emu/tests/$2.o build/emu-prof/build/mutants/$1/$(3:.cu=.o) $(patsubst %.cu,build/emu-prof/%.o,$(call backend_sources,emu,$(filter-out %/$3,$(call cu_sources,solutions,$2)))) build/emu/libharness.a $(EMU_PROF_LIB)
+build/emu/sanitize/mutants/$1/grade: build/emu/graders/$2.o build/emu-prof/build/mutants/$1/$(3:.cu=.o) $(patsubst %.cu,build/emu-prof/%.o,$(call backend_sources,emu,$(filter-out %/$3,$(call cu_sources,solutions,$2)))) build/emu/libharness.a $(EMU_PROF_LIB)
 	@mkdir -p $$(@D)
 	$(CXX) -o $$@ $$(filter %.o,$$^) build/emu/libharness.a $(EMU_PROF_LIB) $(CHECK_LIBS) $(EMU_LDLIBS)
 endef
@@ -398,11 +406,11 @@ $(foreach m,$(filter $(addsuffix /%,$(CONCEPT_CHAPTERS)),$(MUTANTS)),\
 .PHONY: sanitize sanitize-record
 sanitize: deps-grade
 	@CHAPTERS="$(CHAPTERS)" CHAPTERS_ALL="$(CHAPTERS_ALL)" CH="$(CH)" SIDE="$(SIDE)" \
-	  BACKEND="$(BACKEND)" MUTANT="$(MUTANT)" TOOLS="$(TOOLS)" MAKE="$(MAKE)" harness/sanitize.sh
+	  BACKEND="$(BACKEND)" MUTANT="$(MUTANT)" TOOLS="$(TOOLS)" MAKE="$(MAKE)" scripts/sanitize.sh
 # every solution, then the canary: a known-bug kernel that memcheck must catch
 sanitize-record: deps-grade
 	@rm -f build/results/sanitize.tsv; \
 	CHAPTERS="$(CHAPTERS_ALL)" SIDE=solutions MUTANT= BACKEND="$(BACKEND)" TOOLS="$(TOOLS)" \
-	  MAKE="$(MAKE)" harness/sanitize.sh --record build/results/sanitize.tsv; s=$$?; \
+	  MAKE="$(MAKE)" scripts/sanitize.sh --record build/results/sanitize.tsv; s=$$?; \
 	CHAPTERS=01-naive-matmul MUTANT=no-bounds-check BACKEND="$(BACKEND)" TOOLS=memcheck \
-	  MAKE="$(MAKE)" harness/sanitize.sh --record build/results/sanitize.tsv && exit $$s
+	  MAKE="$(MAKE)" scripts/sanitize.sh --record build/results/sanitize.tsv && exit $$s

@@ -15,7 +15,7 @@
 -- fails) instead of printing a number nobody measured. Formats: fmt="%.1f" (a printf format), or
 -- by default a number rounded to three significant digits, with thin spaces between thousands.
 --
--- And one table, from $PLOT_DATA/profile-calibration.tsv (harness/calibrate.sh writes it on the
+-- And one table, from $PLOT_DATA/profile-calibration.tsv (scripts/calibrate.sh writes it on the
 -- reference GPU: the CPU backend's model of each rung beside Nsight Compute's counts):
 --
 --   ```{.calibration chapter="02-coalesced-transpose" metrics="global_load_sectors_per_request,..."}

@@ -81,7 +81,7 @@ START_TEST(coalesced_copy_reports_4_bytes_a_lane)
 END_TEST
 
 /* A float4 copy touches 16 sectors a request: coalesced for its width, and the concept tests'
- * limit (tests/concept.h) must say so, where a limit made for floats (4.5) would fail it. */
+ * limit (graders/concept.h) must say so, where a limit made for floats (4.5) would fail it. */
 START_TEST(float4_copy_is_16_sectors_a_request_and_coalesced)
 {
     const int n = 4096;

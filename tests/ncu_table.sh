@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ncu_table.sh: Nsight Compute's side of `make profile BACKEND=cuda` and `make calibrate`,
 # tested without a GPU (make test runs it):
-#   1. harness/ncu-table.awk on saved CSV samples (tests/ncu/*.csv, in ncu's two layouts; their
+#   1. scripts/ncu-table.awk on saved CSV samples (tests/ncu/*.csv, in ncu's two layouts; their
 #      counts are the model's, not measurements): the table is tests/ncu/transpose-raw.table
 #      exactly, and its "total:" lines are the model's own for the same kernels; both layouts
 #      sum the same; a missing metric and a file that is not ncu's fail, naming what is wrong
@@ -20,12 +20,12 @@ ok()   { echo "ok    $*"; }
 fail() { echo "FAIL  $*"; status=1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-table=harness/ncu-table.awk
+table=scripts/ncu-table.awk
 fake="$PWD/tests/ncu/fake-ncu.sh"
 ch=02-coalesced-transpose
 
 # ---- 1. the CSV samples --------------------------------------------------------------------
-if awk -f harness/kernel-name.awk -f $table tests/ncu/transpose-raw.csv > "$tmp/raw.table" &&
+if awk -f scripts/kernel-name.awk -f $table tests/ncu/transpose-raw.csv > "$tmp/raw.table" &&
    diff -u tests/ncu/transpose-raw.table "$tmp/raw.table" > "$tmp/diff"; then
     ok "ncu-table.awk: the raw layout's table is tests/ncu/transpose-raw.table"
 else
@@ -47,8 +47,8 @@ if [[ -x $model ]]; then
 else
     fail "no $model (make profile-build builds it)"
 fi
-awk -f harness/kernel-name.awk -f $table -v mode=sum -v rung=r tests/ncu/transpose-raw.csv > "$tmp/raw.sum"
-awk -f harness/kernel-name.awk -f $table -v mode=sum -v rung=r tests/ncu/transpose-details.csv > "$tmp/details.sum"
+awk -f scripts/kernel-name.awk -f $table -v mode=sum -v rung=r tests/ncu/transpose-raw.csv > "$tmp/raw.sum"
+awk -f scripts/kernel-name.awk -f $table -v mode=sum -v rung=r tests/ncu/transpose-details.csv > "$tmp/details.sum"
 want=$'r\t2\t1024\t4096\t16384\t4096\t73728\t2048\t65536\t2048\t2048\t0\ttranspose_naive_kernel+transpose_tiled_kernel'
 if [[ $(sed -n 2p "$tmp/raw.sum") == "$want" ]] && cmp -s "$tmp/raw.sum" "$tmp/details.sum"; then
     ok "ncu-table.awk: both layouts (thousands separators, a Ksector unit) sum to the same row"
@@ -56,13 +56,13 @@ else
     fail "ncu-table.awk: the sums differ from the expected row:"; cat "$tmp/raw.sum" "$tmp/details.sum"
 fi
 grep -v smsp__warps_launched tests/ncu/transpose-details.csv > "$tmp/short.csv"
-if ! awk -f harness/kernel-name.awk -f $table "$tmp/short.csv" > /dev/null 2> "$tmp/err" && grep -q smsp__warps_launched.sum "$tmp/err"; then
+if ! awk -f scripts/kernel-name.awk -f $table "$tmp/short.csv" > /dev/null 2> "$tmp/err" && grep -q smsp__warps_launched.sum "$tmp/err"; then
     ok "ncu-table.awk: a missing metric fails, naming it"
 else
     fail "ncu-table.awk: a CSV without smsp__warps_launched.sum did not fail as it should: $(cat "$tmp/err")"
 fi
 printf '==ERROR== the user does not have permission\n' > "$tmp/none.csv"
-if ! awk -f harness/kernel-name.awk -f $table "$tmp/none.csv" > /dev/null 2> "$tmp/err" && grep -q "no Nsight Compute CSV header" "$tmp/err"; then
+if ! awk -f scripts/kernel-name.awk -f $table "$tmp/none.csv" > /dev/null 2> "$tmp/err" && grep -q "no Nsight Compute CSV header" "$tmp/err"; then
     ok "ncu-table.awk: a file that is not ncu's CSV fails, saying so"
 else
     fail "ncu-table.awk: a file without a header did not fail as it should"
@@ -79,11 +79,11 @@ else
 fi
 # on a GPU machine that builds nothing: MAKE=false would fail the run if it were called
 one=$(NO_BUILD=1 MAKE=false NCU=$fake CHAPTERS=$ch PROFILE_CHAPTERS=$ch SIDE=solutions BACKEND=cuda \
-      KERNEL=padded harness/profile.sh 2>&1); rc=$?
+      KERNEL=padded scripts/profile.sh 2>&1); rc=$?
 if [[ $rc -eq 0 ]] && [[ $(grep -c '^  kernel void transpose_padded_kernel(' <<<"$one") -eq 1 ]]; then
-    ok "harness/profile.sh NO_BUILD=1 KERNEL=padded, dry run: one rung, nothing built"
+    ok "scripts/profile.sh NO_BUILD=1 KERNEL=padded, dry run: one rung, nothing built"
 else
-    fail "harness/profile.sh NO_BUILD=1 KERNEL=padded, dry run (exit $rc):"; echo "$one"
+    fail "scripts/profile.sh NO_BUILD=1 KERNEL=padded, dry run (exit $rc):"; echo "$one"
 fi
 emu_totals=$($make_ --no-print-directory -s profile CH=02 SOLUTIONS=1 BACKEND=emu | grep '^    total:')
 if [[ -n $emu_totals && $(grep '^    total:' <<<"$out") == "$emu_totals" ]]; then
@@ -92,7 +92,7 @@ else
     fail "make profile BACKEND=cuda, dry run: the total lines are not the model's"
 fi
 cal=$tmp/calibration.tsv
-NCU=$fake PROFILE_CHAPTERS=$ch harness/calibrate.sh "$cal" > "$tmp/cal.out" 2>&1; rc=$?
+NCU=$fake PROFILE_CHAPTERS=$ch scripts/calibrate.sh "$cal" > "$tmp/cal.out" 2>&1; rc=$?
 rows=$(grep -c "^$ch	" "$cal" 2>/dev/null)
 bad=$(awk -F'\t' -v c=$ch '$1 == c && $7 != "1.000"' "$cal" 2>/dev/null | head -n 3)
 if [[ $rc -eq 0 && $rows -eq 90 && -z $bad ]] && grep -q '^# device: Stand-in GPU$' "$cal" &&
@@ -109,14 +109,14 @@ printf 'kernel\tlaunches\twarps\tgld_requests\tgld_sectors\tgst_requests\tgst_se
 cp "$tmp/m.tsv" "$tmp/n.tsv"
 printf 'k\t1\t8\t1\t4\t1\t4\t0\t0\t0\t0\t0\tk<64, 64, true>\n' >> "$tmp/m.tsv"
 printf 'k\t1\t8\t1\t4\t1\t4\t0\t0\t0\t0\t0\tk<(int)128, (int)64, (bool)1>\n' >> "$tmp/n.tsv"
-awk -f harness/kernel-name.awk -f harness/calibration.awk -v chapter=c -v rung=k "$tmp/m.tsv" "$tmp/n.tsv" > "$tmp/rows" 2> "$tmp/err"; rc=$?
+awk -f scripts/kernel-name.awk -f scripts/calibration.awk -v chapter=c -v rung=k "$tmp/m.tsv" "$tmp/n.tsv" > "$tmp/rows" 2> "$tmp/err"; rc=$?
 if [[ $rc -eq 3 && ! -s $tmp/rows ]] && grep -q "not compared" "$tmp/err"; then
     ok "calibration.awk: a rung whose kernels differ on the two sides is not compared"
 else
     fail "calibration.awk: k<64, ...> was joined with k<(int)128, ...> (exit $rc)"
 fi
 sed -i 's/(int)128/(int)64/' "$tmp/n.tsv"
-if awk -f harness/kernel-name.awk -f harness/calibration.awk -v chapter=c -v rung=k "$tmp/m.tsv" "$tmp/n.tsv" > "$tmp/rows" 2>&1 &&
+if awk -f scripts/kernel-name.awk -f scripts/calibration.awk -v chapter=c -v rung=k "$tmp/m.tsv" "$tmp/n.tsv" > "$tmp/rows" 2>&1 &&
    [[ $(wc -l < "$tmp/rows") -eq 15 ]]; then
     ok "calibration.awk: k<64, 64, true> and Nsight Compute's k<(int)64, (int)64, (bool)1> are one kernel"
 else
@@ -137,7 +137,7 @@ if [[ $rc -eq 0 ]] && grep -q "instrumented emu build" <<<"$out"; then
 else
     fail "make profile (BACKEND=auto) without a GPU did not run the model (exit $rc):"; echo "$out"
 fi
-out=$(GPU_PROBE="echo Stand-in GPU" NCU=/nonexistent/ncu harness/calibrate.sh "$tmp/none.tsv" 2>&1); rc=$?
+out=$(GPU_PROBE="echo Stand-in GPU" NCU=/nonexistent/ncu scripts/calibrate.sh "$tmp/none.tsv" 2>&1); rc=$?
 if [[ $rc -ne 0 && ! -e $tmp/none.tsv ]] && grep -q "NCU=/nonexistent/ncu is not an executable" <<<"$out"; then
     ok "calibrate without ncu: says so, writes nothing, fails"
 else

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# sanitize.sh: the tests of `make sanitize`'s plumbing, without a GPU (tests/run.sh runs them).
+# sanitize.sh: the tests of `make sanitize`'s plumbing, without a GPU (scripts/test.sh runs them).
 #
 #   1. the summary of compute-sanitizer logs: the samples in tests/sanitize/ (written in the
 #      tool's documented output format: "========= COMPUTE-SANITIZER" first, "========= ERROR
@@ -7,10 +7,10 @@
 #   2. the CPU backend: chapter 02's solution is clean under the instrumented build, and its
 #      known-bug kernel no-write-bounds-check (a transpose that stores past the end of `out`)
 #      makes `make sanitize` fail, naming the illegal write
-#   3. a dry run of the GPU side: harness/sanitize.sh --record with a stand-in for
+#   3. a dry run of the GPU side: scripts/sanitize.sh --record with a stand-in for
 #      compute-sanitizer (tests/sanitize/fake-compute-sanitizer) over the CPU backend's
 #      graders: the options it passes, quick mode, the verdicts, the exit status and the rows;
-#      then harness/gpu-run.sh SANITIZE=only, with a stand-in probe
+#      then scripts/gpu-run.sh SANITIZE=only, with a stand-in probe
 # Exit status 0 only when every check passed.
 set -uo pipefail
 make_=${MAKE:-make}
@@ -43,7 +43,7 @@ expect() {
 }
 
 echo "-- the summary of compute-sanitizer's logs"
-sum=(harness/sanitize.sh --summary)
+sum=(scripts/sanitize.sh --summary)
 expect "a clean memcheck log: 0 errors" 0 '^clean: 0 errors' -- "${sum[@]}" $samples/memcheck-clean.log
 expect "memcheck errors: counted, leaks too, the first reports with their kernel and line" 1 \
     '^3 errors \(leaks: 4096 bytes leaked in 1 allocations\)' \
@@ -86,7 +86,7 @@ $make_ --no-print-directory -s B=emu SIDES=solutions \
     build/emu/mutants/01-naive-matmul/no-bounds-check/grade >/dev/null ||
     bad "the CPU backend's graders of chapters 01 and 02 do not build"
 expect "every tool clean: exit 0" 0 '^  memcheck +clean ' '^  initcheck +clean ' \
-    'no errors; rows in' -- "${dry[@]}" harness/sanitize.sh --record "$tmp/clean.tsv"
+    'no errors; rows in' -- "${dry[@]}" scripts/sanitize.sh --record "$tmp/clean.tsv"
 rows=$(grep -c $'^02-coalesced-transpose\tsolutions\t' "$tmp/clean.tsv" 2>/dev/null)
 if head -n 1 "$tmp/clean.tsv" | grep -q '^# device: ' &&
     grep -q '^# sanitizer: compute-sanitizer Version 0000.0.0 (dry run)' "$tmp/clean.tsv" &&
@@ -98,7 +98,7 @@ else
 fi
 expect "racecheck reports a race: exit 1, the report shown" 1 '^  racecheck +errors +1 error' \
     'Race reported between Write access' -- env FAKE_SANITIZER_ERRORS=racecheck "${dry[@]}" \
-    harness/sanitize.sh --record "$tmp/race.tsv"
+    scripts/sanitize.sh --record "$tmp/race.tsv"
 if grep -q $'\tracecheck\t1\terrors\t' "$tmp/race.tsv" &&
     grep -q $'\tmemcheck\t0\tclean\t' "$tmp/race.tsv"; then
     ok "the record names the tool that found errors"
@@ -107,24 +107,24 @@ else
 fi
 expect "the canary: a known-bug kernel that memcheck catches is 'caught', exit 0" 0 \
     '^  memcheck +caught ' -- env FAKE_SANITIZER_ERRORS=memcheck "${dry[@]}" TOOLS=memcheck \
-    MUTANT=no-write-bounds-check harness/sanitize.sh --record "$tmp/canary.tsv"
+    MUTANT=no-write-bounds-check scripts/sanitize.sh --record "$tmp/canary.tsv"
 expect "the canary missed is a failure" 1 '^  memcheck +MISSED ' \
     -- "${dry[@]}" TOOLS=memcheck MUTANT=no-write-bounds-check \
-    harness/sanitize.sh --record "$tmp/missed.tsv"
+    scripts/sanitize.sh --record "$tmp/missed.tsv"
 expect "a grader that is not built is not clean" 1 '^  memcheck +not built ' \
-    -- "${dry[@]}" SANITIZE_BUILD="$tmp/none" TOOLS=memcheck harness/sanitize.sh
+    -- "${dry[@]}" SANITIZE_BUILD="$tmp/none" TOOLS=memcheck scripts/sanitize.sh
 expect "no compute-sanitizer: an error that says where it comes from" 1 'CUDA Toolkit' \
     -- env SANITIZER= PATH=/usr/bin:/bin CUDA_HOME="$tmp/none" SANITIZE_PREBUILT=1 \
-    BACKEND=cuda CHAPTERS=02-coalesced-transpose harness/sanitize.sh
+    BACKEND=cuda CHAPTERS=02-coalesced-transpose scripts/sanitize.sh
 
 mkdir -p "$tmp/gpu-run"
 printf '#!/bin/sh\necho "stand-in GPU (compute capability 9.0, 132 SMs, 0.0, dry run)"\n' > "$tmp/probe"
 chmod +x "$tmp/probe"
-expect "harness/gpu-run.sh SANITIZE=only: a step per tool, then the canary" 0 \
+expect "scripts/gpu-run.sh SANITIZE=only: a step per tool, then the canary" 0 \
     '02-coalesced-transpose sanitize initcheck: exit 0' 'sanitize canary.*: exit 0' \
     -- env PROBE="$tmp/probe" SANITIZER=$fake SANITIZE_BUILD=build/emu \
     FAKE_SANITIZER_ERRORS=memcheck CHAPTERS=02-coalesced-transpose SANITIZE=only \
-    STEP_TIMEOUT=120 harness/gpu-run.sh "$tmp/gpu-run"
+    STEP_TIMEOUT=120 scripts/gpu-run.sh "$tmp/gpu-run"
 # the stand-in reports memcheck errors for every run: the solution's row says errors, the
 # canary's says caught
 if grep -q '^# device: stand-in GPU$' "$tmp/gpu-run/sanitize.tsv" &&

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # fake-ncu.sh: a stand-in for Nsight Compute's ncu, for tests/ncu_table.sh's dry run of
 # `make profile BACKEND=cuda` and `make calibrate` on a machine without a GPU. It accepts the
-# command lines harness/ncu-run.sh gives ncu and answers in ncu's formats, with numbers that are
+# command lines scripts/ncu-run.sh gives ncu and answers in ncu's formats, with numbers that are
 # NOT measured: for `ncu ... --export R.ncu-rep ... build/cuda/X/profile --run RUNG` it runs the
 # CPU backend's model of the same rung (build/emu-prof/X/profile --tsv RUNG) and writes, as
 # "the report", that row in the layout of `ncu --import R --csv --page raw` (thousands
@@ -29,7 +29,7 @@ if [[ -n $import_from ]]; then
     exit
 fi
 [[ -n $export_to && -n $driver && -n $rung && -n $metrics ]] || {
-    echo "==ERROR== fake-ncu: not a command line harness/ncu-run.sh gives: $*" >&2; exit 2; }
+    echo "==ERROR== fake-ncu: not a command line scripts/ncu-run.sh gives: $*" >&2; exit 2; }
 for m in smsp__warps_launched.sum l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum \
          l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum \
          smsp__sass_branch_targets_threads_divergent.sum; do

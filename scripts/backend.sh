@@ -1,4 +1,4 @@
-# backend.sh: sourced by harness/grade.sh and harness/sanitize.sh: which backend a run takes.
+# backend.sh: sourced by scripts/grade.sh and scripts/sanitize.sh: which backend a run takes.
 # Both read $backend (from BACKEND: auto, cuda or emu) and $make_.
 #   check_backend_name NAME   anything but auto, cuda or emu: says so as NAME, exits 2
 #   choose_backend NAME       auto or cuda: builds build/cuda/probe and asks it; where a GPU

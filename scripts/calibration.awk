@@ -1,12 +1,12 @@
 # calibration.awk: one rung's model against its Nsight Compute counts, as rows of the
-# calibration table (harness/calibrate.sh writes the table; harness/emu/README.md, "Profiling",
+# calibration table (scripts/calibrate.sh writes the table; harness/emu/README.md, "Profiling",
 # says what each count is).
 #
-#   awk -f harness/calibration.awk -v chapter=02-coalesced-transpose -v rung=padded \
+#   awk -f scripts/calibration.awk -v chapter=02-coalesced-transpose -v rung=padded \
 #       MODEL.tsv NCU.tsv
 #
 # MODEL.tsv is the profile driver's `--tsv RUNG` output (a header line and a row), NCU.tsv is
-# `awk -f harness/ncu-table.awk -v mode=sum` of the rung's Nsight Compute CSV: the same column
+# `awk -f scripts/ncu-table.awk -v mode=sum` of the rung's Nsight Compute CSV: the same column
 # names. Prints, per metric, a row
 #     chapter  rung  kernel  metric  model  ncu  ratio
 # where ratio is ncu / model (1 where both are 0, "-" where only the model's is 0), and kernel
@@ -18,7 +18,7 @@
 
 function split_tsv(line, out) { return split(line, out, "\t") }
 
-# norm(): harness/kernel-name.awk
+# norm(): scripts/kernel-name.awk
 
 function kernels_of(list,    n, k, parts, out) {
     n = split(list, parts, "+")

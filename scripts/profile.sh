@@ -1,23 +1,23 @@
 #!/usr/bin/env bash
 # profile.sh: what `make profile` runs. For each chapter of CHAPTERS that has a profile driver
 # (PROFILE_CHAPTERS), build its rungs on SIDE (chapters or solutions) and run each once on a
-# small shape (harness/emu/prof/profile_main.c), on one of two backends:
+# small shape (graders/profile_main.c), on one of two backends:
 #   emu    the CPU backend's instrumented build: per kernel and source line, global requests
 #          and sectors per request, shared wavefronts per request, divergent branches per warp
 #          (a model: harness/emu/README.md, "Profiling")
 #   cuda   the same driver built for the GPU, each rung under Nsight Compute
-#          (harness/ncu-run.sh): the same columns and the same total line, per kernel
-#          (harness/ncu-table.awk). Needs a GPU and ncu; says which is missing, and fails.
+#          (scripts/ncu-run.sh): the same columns and the same total line, per kernel
+#          (scripts/ncu-table.awk). Needs a GPU and ncu; says which is missing, and fails.
 #   auto   (the default) cuda where a GPU answers and ncu is installed, else emu
 # Environment, from the Makefile: CHAPTERS, PROFILE_CHAPTERS, SIDE, BACKEND, KERNEL, MAKE.
 #   KERNEL=name        only that rung (names as in the chapter's rung table; in chapter 03
 #                      "pair/name", or either half)
-#   NCU=path           the ncu to run (harness/ncu-run.sh --which says which one it finds)
+#   NCU=path           the ncu to run (scripts/ncu-run.sh --which says which one it finds)
 #   GPU_PROBE=command  how to ask whether a GPU answers (default build/cuda/probe): its exit
 #                      status says, its output names the device
 #   NO_BUILD=1         run the drivers (and the probe) as they are, build nothing: on a GPU
 #                      machine, what `make gpu-build` built on the development machine
-#                      (harness/profile.sh can run without make: set CHAPTERS, PROFILE_CHAPTERS,
+#                      (scripts/profile.sh can run without make: set CHAPTERS, PROFILE_CHAPTERS,
 #                      SIDE and BACKEND as the Makefile would)
 set -uo pipefail
 make_=${MAKE:-make}
@@ -47,12 +47,12 @@ if [[ $backend != emu ]]; then
     gpu=0
     gpu_answers && gpu=1
     ncu_ok=0
-    harness/ncu-run.sh --which >/dev/null 2>&1 && ncu_ok=1
+    scripts/ncu-run.sh --which >/dev/null 2>&1 && ncu_ok=1
     if [[ $gpu == 1 && $ncu_ok == 1 ]]; then
         backend=cuda
     elif [[ $backend == cuda ]]; then
         [[ $gpu == 1 ]] || echo "profile: BACKEND=cuda, but no GPU answered: $device" >&2
-        [[ $ncu_ok == 1 ]] || harness/ncu-run.sh --which 2>&1 >/dev/null | sed 's/^ncu-run/profile/' >&2
+        [[ $ncu_ok == 1 ]] || scripts/ncu-run.sh --which 2>&1 >/dev/null | sed 's/^ncu-run/profile/' >&2
         echo "profile: Nsight Compute's counts need both; \`make profile\` without BACKEND=cuda" \
              "runs the CPU backend's model" >&2
         exit 1
@@ -92,7 +92,7 @@ for c in ${CHAPTERS:-}; do
     fi
     ran=$((ran + 1))
     if [[ $backend == emu ]]; then
-        echo "# $c ($side), instrumented emu build ($(harness/emu/prof/model-build.sh "$bin")): a model, not a GPU measurement"
+        echo "# $c ($side), instrumented emu build ($(scripts/model-build.sh "$bin")): a model, not a GPU measurement"
         KERNEL=${KERNEL:-} "$bin" || status=1
         continue
     fi
@@ -105,8 +105,8 @@ for c in ${CHAPTERS:-}; do
     echo "# $c ($side), Nsight Compute on $device: per kernel, counted on the GPU (--clock-control none)"
     for r in $rungs; do
         csv=build/ncu/$side/$c/${r//\//-}.csv
-        if harness/ncu-run.sh "$bin" "$r" "$csv"; then
-            awk -f harness/kernel-name.awk -f harness/ncu-table.awk -v mode=table "$csv" || status=1
+        if scripts/ncu-run.sh "$bin" "$r" "$csv"; then
+            awk -f scripts/kernel-name.awk -f scripts/ncu-table.awk -v mode=table "$csv" || status=1
         else
             status=1
         fi

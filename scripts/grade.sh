@@ -21,8 +21,8 @@ fi
 
 # ---- backend -------------------------------------------------------------------------------
 backend=$BACKEND
-# shellcheck source=harness/backend.sh
-source harness/backend.sh
+# shellcheck source=scripts/backend.sh
+source scripts/backend.sh
 if choose_backend "$mode"; then
     [[ $backend == cuda ]] && echo "$mode: GPU: $device"
 elif [[ $mode == grade ]]; then
@@ -36,7 +36,7 @@ fi
 if [[ $mode == tune ]]; then
     # only chapters whose grader has a tuning mode
     tunable=
-    for c in $CHAPTERS; do grep -q -- '"--tune"' "tests/$c.c" && tunable+=" $c"; done
+    for c in $CHAPTERS; do grep -q -- '"--tune"' "graders/$c.c" && tunable+=" $c"; done
     if [[ -z $tunable ]]; then
         echo "tune: none of ${CHAPTERS// /, } has configurations to tune" >&2
         exit 2

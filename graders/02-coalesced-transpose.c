@@ -11,7 +11,7 @@
  * Bandwidth is counted as a transpose must move it: rows * cols floats read and as many
  * written, 2 * rows * cols * 4 bytes, whatever the kernel really moved.
  */
-#define _POSIX_C_SOURCE 200809L /* popen, readlink: tests/concept.h */
+#define _POSIX_C_SOURCE 200809L /* popen, readlink: graders/concept.h */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -227,7 +227,7 @@ START_TEST(correct)
 END_TEST
 
 /* ---- concept tests -------------------------------------------------------------------------
- * This chapter's two ideas, graded on the CPU backend's counters (tests/concept.h): transpose()
+ * This chapter's two ideas, graded on the CPU backend's counters (graders/concept.h): transpose()
  * once at 256x256 in the instrumented build, whose model chapters/02-coalesced-transpose/
  * README.md ("How the CPU backend counts") writes down.
  *

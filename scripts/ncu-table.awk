@@ -1,9 +1,9 @@
 # ncu-table.awk: Nsight Compute's CSV, as `make profile BACKEND=cuda` prints it and as
 # `make calibrate` sums it (harness/emu/README.md, "Profiling").
 #
-#   awk -f harness/ncu-table.awk [-v mode=table|sum] [-v rung=NAME] FILE.csv
+#   awk -f scripts/ncu-table.awk [-v mode=table|sum] [-v rung=NAME] FILE.csv
 #
-# FILE.csv is what harness/ncu-run.sh writes: `ncu --import R.ncu-rep --csv --page raw
+# FILE.csv is what scripts/ncu-run.sh writes: `ncu --import R.ncu-rep --csv --page raw
 # --print-units base`, one row per kernel launch with a column per metric (a header row, then a
 # row of units); the long layout of `--page details --csv` (one row per metric, "Metric Name",
 # "Metric Unit", "Metric Value") is read too, and lines before the header (==PROF== lines, the
@@ -16,9 +16,9 @@
 #                and the model's "total:" line, word for word
 #   mode=sum     one header line and one tab-separated row: every launch summed, under the
 #                column names of the profile driver's --tsv row (launches, warps, gld_requests,
-#                ... kernels), so that harness/calibration.awk can join the two by name
+#                ... kernels), so that scripts/calibration.awk can join the two by name
 #
-# The metrics (harness/ncu-run.sh asks for these; a missing one is an error, not a zero):
+# The metrics (scripts/ncu-run.sh asks for these; a missing one is an error, not a zero):
 #   global loads     l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum, ..._sectors_...
 #   global stores    the same, op_st; atomics (op_atom, op_red) add to stores, as in the model
 #   shared loads     smsp__inst_executed_op_shared_ld.sum (requests: warp instructions),
@@ -57,14 +57,14 @@ function number(v, unit,    x) {
     return x
 }
 
-# fn_name(): harness/kernel-name.awk
+# fn_name(): scripts/kernel-name.awk
 
 function dims(s) { gsub(/[ ()]/, "", s); return "(" s ")" }
 
 function need(id, m) {
     if (!((id, m) in val)) {
         printf "ncu-table: %s: kernel %s (launch %s) has no value of %s: was it collected " \
-               "(harness/ncu-run.sh asks for it)?\n", FILENAME, kname[id], id, m > "/dev/stderr"
+               "(scripts/ncu-run.sh asks for it)?\n", FILENAME, kname[id], id, m > "/dev/stderr"
         failed = 1
         exit 1
     }

@@ -1,5 +1,5 @@
 # kernel-name.awk: a kernel's name as the model's rows and Nsight Compute's both can be compared,
-# for harness/ncu-table.awk and harness/calibration.awk (awk -f harness/kernel-name.awk -f ...).
+# for scripts/ncu-table.awk and scripts/calibration.awk (awk -f scripts/kernel-name.awk -f ...).
 
 # "void f<32, true>(const float *, int)" -> "f<32, true>": without return type and parameters
 function fn_name(s,    i, c, depth, out) {

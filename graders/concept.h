@@ -5,7 +5,7 @@
  * emu's instrumented build: the grader build/emu/X/grade runs its profile driver
  * build/emu-prof/X/profile --tsv yours (the Makefile builds one beside every emu grader of
  * these chapters, mutants included), which runs the learner's entry point once on a small shape
- * and prints a header line and one tab-separated row (harness/emu/prof/profile_main.c). On a
+ * and prints a header line and one tab-separated row (graders/profile_main.c). On a
  * GPU these tests are not registered: there `make profile CH=NN BACKEND=cuda` shows the same
  * counts from Nsight Compute, and `make calibrate` compares the two.
  *

@@ -2,17 +2,17 @@
 # ncu-run.sh: Nsight Compute's side of `make profile BACKEND=cuda` and `make calibrate`
 # (harness/emu/README.md, "Profiling").
 #
-#   harness/ncu-run.sh --which           the ncu it would run: NCU=path if set, else ncu on PATH,
+#   scripts/ncu-run.sh --which           the ncu it would run: NCU=path if set, else ncu on PATH,
 #                                        else CUDA_HOME/bin/ncu, else the newest
 #                                        /opt/nvidia/nsight-compute/*/ncu; exit 1, saying so,
 #                                        when there is none
-#   harness/ncu-run.sh DRIVER RUNG CSV   runs `DRIVER --run RUNG` (a profile driver built for the
+#   scripts/ncu-run.sh DRIVER RUNG CSV   runs `DRIVER --run RUNG` (a profile driver built for the
 #                                        GPU: build/cuda/SIDE/NN/profile) under ncu with the
 #                                        metrics below, writes the report (CSV with .ncu-rep for
 #                                        .csv: open it in Nsight Compute's GUI) and ncu's log
 #                                        (.log), then CSV itself: the report as `--csv --page raw
 #                                        --print-units base`, one row per kernel launch, which
-#                                        harness/ncu-table.awk reads. The driver's own lines
+#                                        scripts/ncu-table.awk reads. The driver's own lines
 #                                        ("== rung ...") are passed through to stdout.
 #
 # One process per rung: every kernel ncu sees in it is that rung's, so a rung's counts join the
@@ -45,14 +45,14 @@ if [[ ${1:-} == --which ]]; then
     exit
 fi
 if [[ $# -ne 3 ]]; then
-    echo "usage: harness/ncu-run.sh --which | DRIVER RUNG CSV" >&2
+    echo "usage: scripts/ncu-run.sh --which | DRIVER RUNG CSV" >&2
     exit 2
 fi
 driver=$1 rung=$2 csv=$3
 ncu=$(find_ncu) || exit 1
 [[ -x $driver ]] || { echo "ncu-run: no driver $driver (make profile-build builds it)" >&2; exit 1; }
 
-# what harness/ncu-table.awk reads (its header says which column of the model each one is)
+# what scripts/ncu-table.awk reads (its header says which column of the model each one is)
 metrics=(
     l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum
     l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum

@@ -1,5 +1,5 @@
-/* profile_main.c: the driver of `make profile CH=NN [KERNEL=name]` (harness/profile.sh) and
- * of `make calibrate` (harness/calibrate.sh).
+/* profile_main.c: the driver of `make profile CH=NN [KERNEL=name]` (scripts/profile.sh) and
+ * of `make calibrate` (scripts/calibrate.sh).
  *
  * Built once per chapter and side, with -Ichapters/NN, against that side's kernel files, for
  * one of two backends:
@@ -8,7 +8,7 @@
  *                                    sectors, the shared requests and their wavefronts, and the
  *                                    divergent branches (harness/emu/README.md, "Profiling")
  *   build/cuda/SIDE/NN/profile       the CUDA build, which Nsight Compute runs one rung at a time
- *                                    (harness/ncu-run.sh): the same rungs on the same shapes, so
+ *                                    (scripts/ncu-run.sh): the same rungs on the same shapes, so
  *                                    that a rung's counts on both sides can be compared
  * It runs every rung of the chapter's rung table (or only KERNEL's) once on a small shape.
  *

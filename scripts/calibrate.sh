@@ -3,7 +3,7 @@
 # of the solutions of PROFILE_CHAPTERS (default 01-04) runs twice on the same small shape: in
 # the CPU backend's instrumented build (the model: build/emu-prof/solutions/NN/profile --tsv,
 # on this machine's processor) and in the GPU build under ncu (build/cuda/solutions/NN/profile,
-# harness/ncu-run.sh). The two are joined by the rung's name (harness/calibration.awk, which
+# scripts/ncu-run.sh). The two are joined by the rung's name (scripts/calibration.awk, which
 # also checks that both ran the same kernels) into OUT.tsv (default
 # build/results/profile-calibration.tsv): a header of device, driver, date, ncu and compiler,
 # then one row per rung and metric,
@@ -14,7 +14,7 @@
 # on the development machine, so the model's numbers are those of its pinned compiler. A rung
 # that one side cannot run, or whose kernels differ between the two, is left out with a "#"
 # line saying why; the exit status is 1 if a rung failed on either side.
-#   NCU=path, GPU_PROBE=command   as for harness/profile.sh
+#   NCU=path, GPU_PROBE=command   as for scripts/profile.sh
 set -uo pipefail
 out=${1:-build/results/profile-calibration.tsv}
 chapters=${PROFILE_CHAPTERS:-01-naive-matmul 02-coalesced-transpose 03-warp-divergence 04-shared-memory-tiling}
@@ -26,10 +26,10 @@ elif [[ -x build/cuda/probe ]]; then
 else
     device="no build/cuda/probe (make gpu-build builds it)"; gpu=1
 fi
-ncu=$(harness/ncu-run.sh --which 2>/dev/null); ncu_ok=$?
+ncu=$(scripts/ncu-run.sh --which 2>/dev/null); ncu_ok=$?
 if [[ $gpu -ne 0 || $ncu_ok -ne 0 ]]; then
     [[ $gpu -eq 0 ]] || echo "calibrate: no GPU answered: $device" >&2
-    [[ $ncu_ok -eq 0 ]] || harness/ncu-run.sh --which 2>&1 >/dev/null | sed 's/^ncu-run/calibrate/' >&2
+    [[ $ncu_ok -eq 0 ]] || scripts/ncu-run.sh --which 2>&1 >/dev/null | sed 's/^ncu-run/calibrate/' >&2
     echo "calibrate: the calibration compares the model with Nsight Compute on a GPU: run it where" \
          "both are" >&2
     exit 1
@@ -51,7 +51,7 @@ gpu_name=${device%% (*}
 driver=$(sed -n 's/.* SMs, \(.*\))$/\1/p' <<<"$device")
 [[ -n $driver ]] || driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1)
 ncu_version=$("$ncu" --version 2>/dev/null | tail -n 1)
-model_build=$(harness/emu/prof/model-build.sh "build/emu-prof/solutions/${chapters%% *}/profile")
+model_build=$(scripts/model-build.sh "build/emu-prof/solutions/${chapters%% *}/profile")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 rows=$work/rows.tsv notes=$work/notes
@@ -68,17 +68,17 @@ for c in $chapters; do
             continue
         fi
         csv=build/ncu/calibrate/$c/$key.csv
-        if ! harness/ncu-run.sh "$cuda" "$r" "$csv" > /dev/null; then
+        if ! scripts/ncu-run.sh "$cuda" "$r" "$csv" > /dev/null; then
             echo "# $c/$r: Nsight Compute did not run it (see ${csv%.csv}.log)" >> "$notes"
             status=1
             continue
         fi
-        if ! awk -f harness/kernel-name.awk -f harness/ncu-table.awk -v mode=sum -v rung="$r" "$csv" > "$work/$c-$key.ncu"; then
+        if ! awk -f scripts/kernel-name.awk -f scripts/ncu-table.awk -v mode=sum -v rung="$r" "$csv" > "$work/$c-$key.ncu"; then
             echo "# $c/$r: its Nsight Compute CSV could not be read ($csv)" >> "$notes"
             status=1
             continue
         fi
-        awk -f harness/kernel-name.awk -f harness/calibration.awk -v chapter="$c" -v rung="$r" "$work/$c-$key.model" \
+        awk -f scripts/kernel-name.awk -f scripts/calibration.awk -v chapter="$c" -v rung="$r" "$work/$c-$key.model" \
             "$work/$c-$key.ncu" >> "$rows" 2> "$work/err"
         case $? in
             0) compared=$((compared + 1)); echo "calibrate: $c/$r" ;;

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# sanitize.sh: what `make sanitize` and `make sanitize-record` run, and harness/gpu-run.sh with
+# sanitize.sh: what `make sanitize` and `make sanitize-record` run, and scripts/gpu-run.sh with
 # SANITIZE=1.
 #
-#   harness/sanitize.sh                 each chapter of CHAPTERS (or the known-bug kernel MUTANT
+#   scripts/sanitize.sh                 each chapter of CHAPTERS (or the known-bug kernel MUTANT
 #                                       of the one chapter) under each tool of TOOLS; a summary
 #                                       per tool: clean, the errors and the first reports, or
 #                                       why it did not finish
-#   harness/sanitize.sh --record FILE   the same, and one row per chapter and tool appended to
+#   scripts/sanitize.sh --record FILE   the same, and one row per chapter and tool appended to
 #                                       FILE, a table with the device, driver, sanitizer and
 #                                       date on top (written when FILE is empty)
-#   harness/sanitize.sh --summary LOG   what one compute-sanitizer log says: its error count and
+#   scripts/sanitize.sh --summary LOG   what one compute-sanitizer log says: its error count and
 #                                       its first reports (exit 0 clean, 1 errors, 3 no summary)
 #
 # Each run is the chapter's grader in quick mode (GRADE_QUICK=1 GRADE_SANITIZE=1, see
@@ -129,8 +129,8 @@ fi
 
 # ---- backend -------------------------------------------------------------------------------
 backend=${BACKEND:-auto}
-# shellcheck source=harness/backend.sh
-source harness/backend.sh
+# shellcheck source=scripts/backend.sh
+source scripts/backend.sh
 check_backend_name sanitize
 device=
 if [[ $prebuilt == 1 ]]; then

@@ -9,7 +9,7 @@
 # tuning run, so that a run cut short keeps what it finished. Each step has a time limit.
 #   CHAPTERS="02-... 04-..."   only these chapters (default: every one built)
 #   SKIP_BENCH=1, SKIP_MUTANTS=1, SKIP_STARTERS=1   leave those steps out
-#   SANITIZE=1                 also the sanitizer record (harness/sanitize.sh --record): each
+#   SANITIZE=1                 also the sanitizer record (scripts/sanitize.sh --record): each
 #                              solution's grader, in quick mode, under compute-sanitizer's
 #                              memcheck, racecheck, synccheck and initcheck, one step each, rows
 #                              into OUTDIR/sanitize.tsv (commit it as plots/data/h200/sanitize.tsv)
@@ -18,7 +18,7 @@
 #   STEP_TIMEOUT=300           seconds for one step
 #   PROBE=build/cuda/probe     the device check (a dry run without a GPU gives a stand-in)
 set -uo pipefail
-out=${1:?usage: harness/gpu-run.sh OUTDIR}
+out=${1:?usage: scripts/gpu-run.sh OUTDIR}
 mkdir -p "$out"
 log=$out/run.log
 limit=${STEP_TIMEOUT:-300}
@@ -49,7 +49,7 @@ if [[ $sanitize != only ]]; then
         [[ ${SKIP_STARTERS:-0} == 1 ]] || step "$c starter (must fail)" build/cuda/chapters/$c/grade
         if [[ ${SKIP_BENCH:-0} != 1 ]]; then
             step "$c bench" build/cuda/solutions/$c/grade --bench "$out/$c.tsv"
-            if grep -q -- '"--tune"' "tests/$c.c"; then
+            if grep -q -- '"--tune"' "graders/$c.c"; then
                 step "$c tune" build/cuda/solutions/$c/grade --tune "$out/$c-tune.tsv"
             fi
         fi
@@ -74,12 +74,12 @@ if [[ $sanitize == 1 || $sanitize == only ]]; then
     for c in $chapters; do
         for tool in memcheck racecheck synccheck initcheck; do
             step "$c sanitize $tool" "${sanitize_env[@]}" CHAPTERS="$c" TOOLS="$tool" MUTANT= \
-                harness/sanitize.sh --record "$out/sanitize.tsv"
+                scripts/sanitize.sh --record "$out/sanitize.tsv"
         done
     done
     step "sanitize canary: memcheck must catch 01-naive-matmul's no-bounds-check" \
         "${sanitize_env[@]}" CHAPTERS=01-naive-matmul TOOLS=memcheck MUTANT=no-bounds-check \
-        harness/sanitize.sh --record "$out/sanitize.tsv"
+        scripts/sanitize.sh --record "$out/sanitize.tsv"
 fi
 echo
 printf '%s\n' "${summary[@]}"

@@ -26,7 +26,7 @@
  *   one row per (shape, configuration) measured; best = 1 on the fastest configuration of
  *   each shape, 0 elsewhere. matmul_tuned reads the best = 1 rows of its own device.
  */
-#define _POSIX_C_SOURCE 200809L /* popen, readlink: tests/concept.h */
+#define _POSIX_C_SOURCE 200809L /* popen, readlink: graders/concept.h */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -322,7 +322,7 @@ END_TEST
  * grader_add beside `correct` in main().
  *
  * coalesced-reuse (CPU backend): matmul_tiled() once at 128x128x128 in the instrumented build
- * (tests/concept.h). Its global loads (the A and B tiles) must need at most
+ * (graders/concept.h). Its global loads (the A and B tiles) must need at most
  * CONCEPT_MAX_SECTORS 32-byte sectors per warp request: 32 consecutive floats are 4 sectors,
  * the solution measures 4.00; the margin is for partial or unaligned edge tiles. And a tile
  * must be reused: global load requests times 32 lanes per FMA at most CONCEPT_MAX_LOADS_PER_FMA,

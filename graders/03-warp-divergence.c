@@ -15,7 +15,7 @@
  * of magnitude below what any wrong mapping produces (path A's output is about 450 x, path
  * B's about 0.55 x + 0.18, and two neighbouring inputs differ by about 0.5).
  */
-#define _POSIX_C_SOURCE 200809L /* popen, readlink: tests/concept.h */
+#define _POSIX_C_SOURCE 200809L /* popen, readlink: graders/concept.h */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -304,7 +304,7 @@ END_TEST
 static const int BENCH_SIZES[] = { 1 << 22, 1 << 24 };
 
 /* ---- concept test (CPU backend): warp-uniform branches -----------------------------------
- * process() once on n = 16384 (512 full warps) in the instrumented build (tests/concept.h):
+ * process() once on n = 16384 (512 full warps) in the instrumented build (graders/concept.h):
  * the emulator counts a branch as divergent when the lanes of one warp take both ways.
  * process_divergent measures 1.000 per warp (every warp splits on the parity of i); the
  * remapped solution 0.000. The bound leaves room for a few split warps (1 in 20), none for a
@@ -437,7 +437,7 @@ static void add_tests(Suite *s)
      * branches per warp, counted by the emulator over process(): the remapped kernel must
      * show no branch that splits a full warp (only the last pair of warps, past n, may have
      * lanes that left), where process_divergent splits every warp at every path (the test
-     * `uniform` above, through tests/concept.h). */
+     * `uniform` above, through graders/concept.h). */
     if (concept_here()) {
         static const char *title[] = { "warp-uniform: no divergent branch in process()" };
         UNIFORM = grader_add(s, "uniform", uniform, title, 1, 60);
