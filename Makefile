@@ -13,6 +13,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := grade
 .SUFFIXES:
 .DELETE_ON_ERROR:
+.SECONDEXPANSION:
 
 CH        ?=
 SOLUTIONS ?= 0
@@ -65,7 +66,9 @@ cu_sources = $(if $(filter solutions,$1),$(wildcard solutions/$2/*.cu) \
 EMU_EXCLUDE := %_sm90.cu
 backend_sources = $(if $(filter emu,$1),$(filter-out $(EMU_EXCLUDE),$2),$2)
 
-HARNESS_OBJS = $(patsubst harness/%.c,build/$1/harness/%.o,harness/harness.c harness/gpu.c harness/grade.c harness/blas.c)
+HARNESS_OBJS = $(patsubst harness/%.c,build/$1/harness/%.o,$(filter-out harness/probe.c,$(wildcard harness/*.c)))
+# the grading families the chapter graders share (graders/*.c but the graders and the profile driver)
+GRADERLIB_OBJS = $(patsubst graders/%.c,build/$1/graders/%.o,$(filter-out graders/[0-9][0-9]-%.c graders/profile_main.c,$(wildcard graders/*.c)))
 
 # ---- compiling ---------------------------------------------------------------------------
 
@@ -120,11 +123,15 @@ build/cuda/libharness.a: $(call HARNESS_OBJS,cuda)
 build/emu/libharness.a: $(call HARNESS_OBJS,emu)
 	$(AR) rcs $@ $^
 
+build/%/libgraders.a: $$(call GRADERLIB_OBJS,$$*)
+	@mkdir -p $(@D)
+	rm -f $@; $(AR) rcs $@ $^
+
 # build/BACKEND/SIDE/CHAPTER/grade: the chapter's grader linked with one side's kernels
 define grader_rule
-build/$1/$2/$3/grade: build/$1/graders/$3.o $(patsubst %.cu,build/$1/%.o,$(call backend_sources,$1,$(call cu_sources,$2,$3))) build/$1/libharness.a $(LIBDEP_$1)
+build/$1/$2/$3/grade: build/$1/graders/$3.o $(patsubst %.cu,build/$1/%.o,$(call backend_sources,$1,$(call cu_sources,$2,$3))) build/$1/libgraders.a build/$1/libharness.a $(LIBDEP_$1)
 	@mkdir -p $$(@D)
-	$(CXX) -o $$@ $$(filter %.o,$$^) build/$1/libharness.a $(LDLIBS_$1)
+	$(CXX) -o $$@ $$(filter %.o,$$^) build/$1/libgraders.a build/$1/libharness.a $(LDLIBS_$1)
 endef
 $(foreach b,cuda emu,$(foreach s,chapters solutions,$(foreach c,$(CHAPTERS_ALL),\
   $(eval $(call grader_rule,$b,$s,$c)))))
@@ -144,9 +151,9 @@ $(foreach m,$(MUTANTS),$(eval $(call mutant_src,$m,$(call mutant_path,$m))))
 
 mutant_chapter = $(firstword $(subst /, ,$1))
 define mutant_rule
-build/$1/mutants/$2/grade: build/$1/graders/$(call mutant_chapter,$2).o build/$1/build/mutants/$2/$(3:.cu=.o) $(patsubst %.cu,build/$1/%.o,$(call backend_sources,$1,$(filter-out %/$3,$(call cu_sources,solutions,$(call mutant_chapter,$2))))) build/$1/libharness.a $(LIBDEP_$1)
+build/$1/mutants/$2/grade: build/$1/graders/$(call mutant_chapter,$2).o build/$1/build/mutants/$2/$(3:.cu=.o) $(patsubst %.cu,build/$1/%.o,$(call backend_sources,$1,$(filter-out %/$3,$(call cu_sources,solutions,$(call mutant_chapter,$2))))) build/$1/libgraders.a build/$1/libharness.a $(LIBDEP_$1)
 	@mkdir -p $$(@D)
-	$(CXX) -o $$@ $$(filter %.o,$$^) build/$1/libharness.a $(LDLIBS_$1)
+	$(CXX) -o $$@ $$(filter %.o,$$^) build/$1/libgraders.a build/$1/libharness.a $(LDLIBS_$1)
 endef
 $(foreach b,cuda emu,$(foreach m,$(MUTANTS),$(eval $(call mutant_rule,$b,$m,$(call mutant_file,$m)))))
 
