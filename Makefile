@@ -202,6 +202,24 @@ gpu-build:
 	  graders mutants build/cuda/probe build/cuda/tests/harness build/cuda/tests/isolation \
 	  build/cuda/tests/shared_wavefronts
 
+# build/BACKEND/graders.tsv: every grader binary of that backend and what it must do, the table
+# scripts/judge.sh judges (make test, and scripts/gpu-run.sh on a GPU); rewritten when it changes
+empty :=
+tab := $(empty)	$(empty)
+define newline
+
+
+endef
+manifest_row = $1$(tab)$2$(tab)$3$(tab)$4$(tab)$5$(newline)
+manifest_rows = $(call manifest_row,kind,chapter,name,backend,binary)$(foreach c,$(CHAPTERS_ALL),$(call \
+  manifest_row,solution,$c,-,$1,build/$1/solutions/$c/grade)$(call \
+  manifest_row,starter,$c,-,$1,build/$1/chapters/$c/grade))$(foreach m,$(MUTANTS),$(call \
+  manifest_row,mutant,$(call mutant_chapter,$m),$(notdir $m),$1,build/$1/mutants/$m/grade))
+build/cuda/graders.tsv build/emu/graders.tsv: build/%/graders.tsv: FORCE
+	@mkdir -p $(@D)
+	$(file >$@.new,$(subst $(newline) ,$(newline),$(call manifest_rows,$*)))
+	@cmp -s $@.new $@ && rm $@.new || mv $@.new $@
+
 .PHONY: mutants
 mutants: $(foreach m,$(MUTANTS),build/$(B)/mutants/$m/grade)
 

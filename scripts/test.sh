@@ -7,11 +7,9 @@
 #   3. every grader links, against the starters and against the solutions
 #   4. the CPU backend's own tests, and its profiler's; Nsight Compute's side of the profiler
 #      from saved CSV samples and a dry run with a stand-in ncu (tests/ncu_table.sh)
-#   5. both directions, on the CPU backend and on a GPU when one answers: each solution passes
-#      its grader, each starter fails it, and each known-bug kernel (tests/mutants/) fails it,
-#      with the symptom its patch's `Symptom:` line names (an extended regex) when it has one
-#      (`Symptom-cuda:` where a GPU shows it otherwise: a concept test on the CPU backend, the
-#      speed test on a GPU)
+#   5. both directions, on the CPU backend and on a GPU when one answers (scripts/judge.sh):
+#      each solution passes its grader, each starter fails it, and each known-bug kernel
+#      (tests/mutants/) fails it, with the symptom its patch names
 #   6. isolation (tests/isolation.c): a hanging, a crashing, a NaN-, Inf- and unwritten-output,
 #      and an overrunning kernel each fail one test of a demo grader, which goes on and keeps
 #      its results file row by row; on the CPU backend, and on a GPU when one answers
@@ -57,48 +55,20 @@ checks() { # checks NAME COMMAND...: a Check program; its own tests are tallied 
     fi
 }
 
-# directions BACKEND: every solution passes its grader, every starter fails it
-directions() {
-    local b=$1 c out rc
-    for c in $CHAPTERS_ALL; do
-        out=$(build/$b/solutions/$c/grade 2>&1); rc=$?
-        if [[ $rc -eq 0 ]]; then
-            echo "ok    $c: the solution passes ($b)"; passed=$((passed + 1))
-        else
-            echo "$out"; echo "FAIL  $c: the solution fails its grader ($b)"
-            failed=$((failed + 1)); failures+=("$c solution on $b")
-        fi
-        out=$(build/$b/chapters/$c/grade 2>&1); rc=$?
-        # a starter must fail by failing tests, not by crashing the grader itself
-        if [[ $rc -eq 1 ]] && grep -q "^$c  FAIL" <<<"$out"; then
-            echo "ok    $c: the starter fails ($b): $(grep -m1 '  FAIL  ' <<<"$out" | sed 's/^ *//')"
-            passed=$((passed + 1))
-        else
-            echo "$out"; echo "FAIL  $c: the starter does not fail its grader as it should ($b, exit $rc)"
-            failed=$((failed + 1)); failures+=("$c starter on $b")
-        fi
-    done
-    # every known-bug kernel fails, and says how
-    local g m symptom
-    for g in build/$b/mutants/*/*/grade; do
-        [[ -x $g ]] || continue
-        m=${g#build/$b/mutants/}; m=${m%/grade}
-        out=$($g 2>&1); rc=$?
-        # the symptom this backend must show: "Symptom-cuda:" where it differs, else "Symptom:"
-        symptom=$(sed -n "s/^Symptom-$b: //p" "tests/mutants/$m.patch" | head -n 1)
-        [[ -n $symptom ]] || symptom=$(sed -n 's/^Symptom: //p' "tests/mutants/$m.patch" | head -n 1)
-        if [[ $rc -eq 1 && -n $symptom ]] && grep -q '^  FAIL  ' <<<"$out" &&
-            ! grep -Eq -- "$symptom" <<<"$out"; then
-            echo "$out"; echo "FAIL  mutant $m fails, but not with its symptom /$symptom/ ($b)"
-            failed=$((failed + 1)); failures+=("mutant $m symptom on $b")
-        elif [[ $rc -eq 1 ]] && grep -q '^  FAIL  ' <<<"$out"; then
-            echo "ok    mutant $m fails ($b): $(grep -m1 '^  FAIL  ' <<<"$out" | sed 's/^ *FAIL  //' | cut -c1-150)"
-            passed=$((passed + 1))
-        else
-            echo "$out"; echo "FAIL  mutant $m passes its grader ($b, exit $rc): $(head -n 1 tests/mutants/$m.patch)"
-            failed=$((failed + 1)); failures+=("mutant $m on $b")
-        fi
-    done
+# judged BACKEND: the one rule (scripts/judge.sh) over every grader make built for BACKEND: each
+# solution passes, each starter fails, each known-bug kernel fails with its symptom; its
+# verdicts are tallied one by one
+judged() {
+    local b=$1 out tally
+    $make_ --no-print-directory -s build/$b/graders.tsv
+    out=$(scripts/judge.sh build/$b/graders.tsv | tee /dev/stderr)
+    tally=$(tail -n 1 <<<"$out")
+    if [[ $tally =~ ^judge:\ ([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+        passed=$((passed + BASH_REMATCH[1])); failed=$((failed + BASH_REMATCH[2]))
+        ((BASH_REMATCH[2] == 0)) || failures+=("graders on $b")
+    else
+        failed=$((failed + 1)); failures+=("the judge on $b")
+    fi
 }
 
 step "compile every kernel file for sm_${ARCH:-75 80 86 89 90} (nvcc, warnings as errors)" \
@@ -120,7 +90,7 @@ step "the profiler's Nsight Compute side: CSV samples, a dry run with a stand-in
 
 echo
 echo "== both directions on the CPU backend"
-directions emu
+judged emu
 
 checks "isolation: a hang, a crash, NaN, Inf, an unwritten element, an overrun (emu)" \
     build/emu/tests/isolation
@@ -130,7 +100,7 @@ echo
 echo "== both directions on a GPU"
 if device=$(build/cuda/probe); then
     echo "GPU: $device"
-    directions cuda
+    judged cuda
     step "build the isolation demo for the GPU" \
         $make_ --no-print-directory -s build/cuda/tests/isolation
     checks "isolation: a hang, a crash, NaN, Inf, an unwritten element, an overrun (cuda)" \

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# judge.sh MANIFEST [CHAPTER...]: the one rule every grader is held to, for `make test` and for a
+# visit to a GPU (scripts/gpu-run.sh): every solution passes its grader, every starter fails it
+# (by failing tests, not by crashing), and every known-bug kernel fails it with the symptom its
+# patch names.
+#
+# MANIFEST is the table `make` writes of what it built (build/BACKEND/graders.tsv): one row per
+# grader binary, tab-separated, with a header line:
+#   kind       solution, starter or mutant
+#   chapter    02-coalesced-transpose
+#   name       the mutant's name (tests/mutants/CHAPTER/NAME.patch); "-" for the others
+#   backend    cuda or emu
+#   binary     the program to run
+# Only the chapters named are judged (all of the manifest's when none is).
+#
+# A known-bug kernel's patch may name its symptom, an extended regex that its grader's output
+# must match: "Symptom-BACKEND: " where that backend shows it otherwise (a concept test on the CPU
+# backend, the speed test on a GPU), else "Symptom: ".
+#
+# One verdict line per binary ("ok    ..." or "FAIL  ...", with the grader's whole output before
+# a FAIL), then "judge: N passed, N failed". Exit status 0 only when every binary was judged ok.
+#   JUDGE_JOBS=n      graders run n at a time (default: 1 on a GPU, where timings must not share
+#                     it; the number of processors on the CPU backend); lines stay in order
+#   JUDGE_TIMEOUT=s   each grader's time limit in seconds (default: none)
+#   JUDGE_LOG=DIR     each grader's output also into DIR/KIND-CHAPTER[-NAME].log
+set -uo pipefail
+manifest=${1:?usage: scripts/judge.sh MANIFEST [CHAPTER...]}
+shift
+[[ -r $manifest ]] || { echo "judge: $manifest: no such manifest (make writes it with the graders)" >&2; exit 2; }
+only=" $* "
+
+rows=()
+while IFS=$'\t' read -r kind chapter name backend binary; do
+    [[ $kind == kind ]] && continue
+    [[ $# -eq 0 || $only == *" $chapter "* ]] || continue
+    rows+=("$kind"$'\t'"$chapter"$'\t'"$name"$'\t'"$backend"$'\t'"$binary")
+done < "$manifest"
+if ((${#rows[@]} == 0)); then
+    echo "judge: nothing to judge in $manifest${*:+ for $*}" >&2
+    exit 2
+fi
+
+jobs=${JUDGE_JOBS:-}
+if [[ -z $jobs ]]; then
+    case ${rows[0]} in
+        *$'\t'cuda$'\t'*) jobs=1 ;;
+        *) jobs=$(nproc 2>/dev/null || echo 1) ;;
+    esac
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+[[ -n ${JUDGE_LOG:-} ]] && mkdir -p "$JUDGE_LOG"
+
+run_one() { # run_one INDEX BINARY: output and exit status into $tmp/INDEX.{out,rc}
+    local rc
+    if [[ -n ${JUDGE_TIMEOUT:-} ]]; then
+        timeout "$JUDGE_TIMEOUT" "$2" > "$tmp/$1.out" 2>&1; rc=$?
+    else
+        "$2" > "$tmp/$1.out" 2>&1; rc=$?
+    fi
+    echo "$rc" > "$tmp/$1.rc"
+}
+
+symptom_of() { # symptom_of PATCH BACKEND: the regex the output must match, or ""
+    local s
+    s=$(sed -n "s/^Symptom-$2: //p" "$1" | head -n 1)
+    [[ -n $s ]] || s=$(sed -n 's/^Symptom: //p' "$1" | head -n 1)
+    printf '%s' "$s"
+}
+
+passed=0 failed=0
+verdict() { # verdict INDEX: judge row INDEX from its output
+    local kind chapter name backend binary
+    IFS=$'\t' read -r kind chapter name backend binary <<<"${rows[$1]}"
+    local out rc first
+    out=$(cat "$tmp/$1.out"); rc=$(cat "$tmp/$1.rc")
+    if [[ -n ${JUDGE_LOG:-} ]]; then
+        local log=$JUDGE_LOG/$kind-$chapter
+        [[ $name != - ]] && log+=-$name
+        cp "$tmp/$1.out" "$log.log"
+    fi
+    local timed_out=
+    [[ $rc -eq 124 && -n ${JUDGE_TIMEOUT:-} ]] && timed_out=" (timed out after ${JUDGE_TIMEOUT} s)"
+    first=$(grep -m1 '^  FAIL  ' <<<"$out" | sed 's/^ *FAIL  //' | cut -c1-150)
+    local ok=0 line
+    case $kind in
+        solution)
+            if [[ $rc -eq 0 ]]; then
+                ok=1 line="$chapter: the solution passes ($backend)"
+            else
+                line="$chapter: the solution fails its grader ($backend, exit $rc$timed_out)"
+            fi ;;
+        starter)
+            # a starter must fail by failing tests, not by crashing the grader itself
+            if [[ $rc -eq 1 ]] && grep -q "^$chapter  FAIL" <<<"$out"; then
+                ok=1 line="$chapter: the starter fails ($backend): FAIL  $first"
+            else
+                line="$chapter: the starter does not fail its grader as it should ($backend, exit $rc$timed_out)"
+            fi ;;
+        mutant)
+            local patch=tests/mutants/$chapter/$name.patch symptom
+            symptom=$(symptom_of "$patch" "$backend")
+            if [[ $rc -eq 1 ]] && grep -q '^  FAIL  ' <<<"$out"; then
+                if [[ -z $symptom ]] || grep -Eq -- "$symptom" <<<"$out"; then
+                    ok=1 line="mutant $chapter/$name fails ($backend): $first"
+                else
+                    line="mutant $chapter/$name fails, but not with its symptom /$symptom/ ($backend)"
+                fi
+            else
+                line="mutant $chapter/$name passes its grader ($backend, exit $rc$timed_out): $(head -n 1 "$patch")"
+            fi ;;
+        *)
+            line="$binary: unknown kind '$kind' in $manifest" ;;
+    esac
+    if ((ok)); then
+        echo "ok    $line"; passed=$((passed + 1))
+    else
+        echo "$out"; echo "FAIL  $line"; failed=$((failed + 1))
+    fi
+}
+
+# up to $jobs graders at a time; verdicts printed in the manifest's order as they come in
+pids=() next=0 n=${#rows[@]}
+for ((i = 0; i < n; i++)); do
+    while ((next < n && next - i < jobs)); do
+        IFS=$'\t' read -r _ _ _ _ binary <<<"${rows[$next]}"
+        run_one "$next" "$binary" &
+        pids[next]=$!
+        next=$((next + 1))
+    done
+    wait "${pids[i]}"
+    verdict "$i"
+done
+echo "judge: $passed passed, $failed failed"
+[[ $failed -eq 0 ]]
