@@ -216,8 +216,7 @@ manifest_rows = $(call manifest_row,kind,chapter,name,backend,binary)$(foreach c
   manifest_row,starter,$c,-,$1,build/$1/chapters/$c/grade))$(foreach m,$(MUTANTS),$(call \
   manifest_row,mutant,$(call mutant_chapter,$m),$(notdir $m),$1,build/$1/mutants/$m/grade))
 build/cuda/graders.tsv build/emu/graders.tsv: build/%/graders.tsv: FORCE
-	@mkdir -p $(@D)
-	$(file >$@.new,$(subst $(newline) ,$(newline),$(call manifest_rows,$*)))
+	$(shell mkdir -p $(@D))$(file >$@.new,$(subst $(newline) ,$(newline),$(call manifest_rows,$*)))
 	@cmp -s $@.new $@ && rm $@.new || mv $@.new $@
 
 .PHONY: mutants
