@@ -8,12 +8,20 @@
 # Variables choose, not edits: CH=01 (one chapter), SOLUTIONS=1 (grade solutions/),
 # BACKEND=auto|cuda|emu, ARCH="75 80 86 89 90" (the SM versions to build for), SEED=n.
 # Everything generated goes under build/. README.md says more.
+#
+# How this file is laid out: tools and flags; the chapters and their sources; how one object is
+# compiled (pattern rules); the programs (three families, each one static pattern rule over a
+# list: graders, profile drivers, and the small test programs), each told what it is by an
+# object made from harness/ident.c; the manifest build/programs.tsv, the only place that knows
+# where each program lies; then the targets a learner types.
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := grade
 .SUFFIXES:
 .DELETE_ON_ERROR:
 .SECONDEXPANSION:
+# intermediate files (the patched copies of known-bug kernels, say) stay: fault reports name them
+.SECONDARY:
 
 CH        ?=
 SOLUTIONS ?= 0
@@ -35,23 +43,25 @@ GENCODE   := $(foreach a,$(ARCH),-gencode arch=compute_$a,code=sm_$a) \
 NVCCFLAGS := -std=c++17 -O3 -lineinfo $(GENCODE) -Werror all-warnings \
              -Xcompiler -Wall,-Wextra,-Werror -MMD -MP
 # A kernel file sees the harness and its chapter's contract header, wherever it lives
-# (chapters/, solutions/, a mutant under build/): one copy of each contract.
+# (chapters/, solutions/, a known-bug copy under build/mutants/): one copy of each contract.
 CU_INC     = -Iharness -Ichapters/$(firstword $(filter $(CHAPTERS_ALL),$(subst /, ,$<)))
 
 CHECK_LIBS := -Wl,-Bstatic -lcheck -lsubunit -Wl,-Bdynamic -lrt -lm -lpthread
+CUDART_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lpthread
 LDLIBS_cuda := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -Wl,--as-needed -lcublas -lcudart_static \
                $(CHECK_LIBS) -ldl
 CPPFLAGS_cuda := -I$(CUDA_HOME)/include
 
--include harness/emu/emu.mk
+# the CPU backend's build (EMU_* variables, its pattern rules, emu-test and emu-profile-test)
+EMU_INCLUDED_BY_TOP := 1
+include harness/emu/emu.mk
 CPPFLAGS_emu := $(EMU_CPPFLAGS)
 LDLIBS_emu   := $(EMU_LIB) $(CHECK_LIBS) $(EMU_LDLIBS)
-LIBDEP_emu   := $(EMU_LIB)
 
-# ---- chapters ----------------------------------------------------------------------------
+# ---- chapters and their sources ----------------------------------------------------------
 
 CHAPTERS_ALL := $(patsubst chapters/%/,%,$(sort $(dir $(wildcard chapters/[0-9][0-9]-*/))))
-CH_NORM      := $(shell case '$(CH)' in ([0-9]) echo 0$(CH);; (*) echo '$(CH)';; esac)
+CH_NORM      := $(if $(filter 1 2 3 4 5 6 7 8 9,$(CH)),0$(CH),$(CH))
 CHAPTERS     := $(if $(CH),$(filter $(CH_NORM) $(CH_NORM)-%,$(CHAPTERS_ALL)),$(CHAPTERS_ALL))
 SIDE         := $(if $(filter 1 yes true,$(SOLUTIONS)),solutions,chapters)
 
@@ -61,16 +71,23 @@ cu_sources = $(if $(filter solutions,$1),$(wildcard solutions/$2/*.cu) \
                $(filter-out $(patsubst solutions/%,chapters/%,$(wildcard solutions/$2/*.cu)),$(wildcard chapters/$2/*.cu)),\
                $(wildcard chapters/$2/*.cu))
 
-# Kernel files that only a GPU can run (inline PTX, TMA, wgmma): named *_sm90.cu, left out of
-# CPU-backend builds; their graders say such rungs are graded on a GPU only.
-EMU_EXCLUDE := %_sm90.cu
-backend_sources = $(if $(filter emu,$1),$(filter-out $(EMU_EXCLUDE),$2),$2)
+# Kernel files that only a GPU can run (inline PTX, TMA, wgmma): named *_sm90.cu or *_sm90a.cu,
+# left out of CPU-backend builds; their graders say such rungs are graded on a GPU only.
+EMU_EXCLUDE := %_sm90.cu %_sm90a.cu
+backend_sources = $(if $(filter emu emu-prof,$1),$(filter-out $(EMU_EXCLUDE),$2),$2)
 
-HARNESS_OBJS = $(patsubst harness/%.c,build/$1/harness/%.o,$(filter-out harness/probe.c,$(wildcard harness/*.c)))
-# the grading families the chapter graders share (graders/*.c but the graders and the profile driver)
-GRADERLIB_OBJS = $(patsubst graders/%.c,build/$1/graders/%.o,$(filter-out graders/[0-9][0-9]-%.c graders/profile_main.c,$(wildcard graders/*.c)))
+# Known-bug kernels: tests/mutants/CHAPTER/NAME.patch applied to the solution file it names
+# (its "+++ b/PATH" line, read here without running anything). The grader of a known-bug kernel
+# links the patched copy in place of that file, and `make test` requires it to fail.
+MUTANTS := $(patsubst tests/mutants/%.patch,%,$(wildcard tests/mutants/*/*.patch))
+mutant_target = $(patsubst b/%,%,$(firstword $(filter b/chapters/% b/solutions/%,$(file <tests/mutants/$1.patch))))
 
-# ---- compiling ---------------------------------------------------------------------------
+# The chapters whose graders run concept tests on the CPU backend's instrumented build, and
+# those `make profile` knows (graders/profile_main.c picks the chapter's family)
+PROFILE_CHAPTERS := $(filter 01-% 02-% 03-% 04-%,$(CHAPTERS_ALL))
+CONCEPT_CHAPTERS := $(filter 02-% 03-% 04-%,$(PROFILE_CHAPTERS))
+
+# ---- compiling one object ------------------------------------------------------------------
 
 # Objects are rebuilt when the flags change (ARCH=90 for a quick GPU visit, then the full set).
 build/cuda/.nvccflags: FORCE
@@ -83,112 +100,175 @@ build/cuda/%.o: %.cu build/cuda/.nvccflags
 	$(NVCC) $(NVCCFLAGS) $(CU_INC) -c $< -o $@
 
 # wgmma and setmaxnreg exist only in sm_90a code, which runs on compute capability 9.0 alone:
-# the files that use them (*_sm90a.cu, and chapter 05's step 5) are built for sm_90a in place of
-# sm_90 when ARCH has 90, cubin and PTX alike, so that a 9.0 device finds no sm_90 image to pick
-# instead; for every other target their kernels compile to a trap.
+# the files that use them (*_sm90a.cu) are built for sm_90a in place of sm_90 when ARCH has 90,
+# cubin and PTX alike, so that a 9.0 device finds no sm_90 image to pick instead; for every
+# other target their kernels compile to a trap.
 comma := ,
 to_90a = $(subst arch=compute_90$(comma)code=$1_90,arch=compute_90a$(comma)code=$1_90a,$2)
 SM90A_NVCCFLAGS := $(call to_90a,sm,$(call to_90a,compute,$(NVCCFLAGS)))
 build/cuda/%_sm90a.o: private NVCCFLAGS := $(SM90A_NVCCFLAGS)
 build/cuda/solutions/05-async-pipelining/gemm_wgmma_sm90.o: private NVCCFLAGS := $(SM90A_NVCCFLAGS)
 
-build/cuda/harness/%.o: harness/%.c
+# C for either backend: the harness, the graders and their families, the project's tests. A
+# grader sees its chapter's contract header (-Ichapters/NAME: harmless for the others).
+build/cuda/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(CPPFLAGS_cuda) -c $< -o $@
+	$(CC) $(CFLAGS) $(CPPFLAGS_cuda) -Ichapters/$(notdir $*) -c $< -o $@
 
-build/emu/harness/%.o: harness/%.c
+build/emu/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(CPPFLAGS_emu) -c $< -o $@
+	$(CC) $(CFLAGS) $(CPPFLAGS_emu) -Ichapters/$(notdir $*) -c $< -o $@
 
-# a grader sees its chapter's contract header
-build/cuda/tests/%.o: tests/%.c
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(CPPFLAGS_cuda) -Ichapters/$* -c $< -o $@
-
-build/emu/tests/%.o: tests/%.c
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(CPPFLAGS_emu) -Ichapters/$* -c $< -o $@
-
-build/cuda/graders/%.o: graders/%.c
+# the profile driver, once per chapter and backend: graders/profile_main.c with that chapter's
+# contract header
+build/cuda/profile/%.o: graders/profile_main.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(CPPFLAGS_cuda) -Ichapters/$* -c $< -o $@
 
-build/emu/graders/%.o: graders/%.c
+build/emu-prof/profile/%.o: graders/profile_main.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(CPPFLAGS_emu) -Ichapters/$* -c $< -o $@
 
-build/cuda/libharness.a: $(call HARNESS_OBJS,cuda)
-	$(AR) rcs $@ $^
+# The patched copy of a known-bug kernel, build/mutants/CHAPTER/NAME/FILE.cu, remade when the
+# patch or the file it patches changes; its objects come from the .cu rules above.
+mutant_of_copy = $(patsubst %/,%,$(dir $1))
+build/mutants/%.cu: tests/mutants/$$(call mutant_of_copy,$$*).patch $$(call mutant_target,$$(call mutant_of_copy,$$*)) scripts/mutate.sh
+	scripts/mutate.sh $< $(@D)
 
-build/emu/libharness.a: $(call HARNESS_OBJS,emu)
-	$(AR) rcs $@ $^
-
-build/%/libgraders.a: $$(call GRADERLIB_OBJS,$$*)
-	@mkdir -p $(@D)
+# the C libraries: the harness, and the grading families the chapter graders share
+# (graders/*.c but the graders themselves and the profile driver)
+HARNESS_SRC   := $(filter-out harness/probe.c harness/ident.c,$(wildcard harness/*.c))
+GRADERLIB_SRC := $(filter-out graders/[0-9][0-9]-%.c graders/profile_main.c,$(wildcard graders/*.c))
+# (no % may stand in a pattern rule's prerequisites but the stem's: these functions hold them)
+objs_of     = $(patsubst %.c,build/$1/%.o,$2)
+archives_of = $(filter %.a,$1)
+build/cuda/libharness.a build/emu/libharness.a: build/%/libharness.a: $$(call objs_of,$$*,$(HARNESS_SRC))
+	rm -f $@; $(AR) rcs $@ $^
+build/cuda/libgraders.a build/emu/libgraders.a: build/%/libgraders.a: $$(call objs_of,$$*,$(GRADERLIB_SRC))
 	rm -f $@; $(AR) rcs $@ $^
 
-# build/BACKEND/SIDE/CHAPTER/grade: the chapter's grader linked with one side's kernels
-define grader_rule
-build/$1/$2/$3/grade: build/$1/graders/$3.o $(patsubst %.cu,build/$1/%.o,$(call backend_sources,$1,$(call cu_sources,$2,$3))) build/$1/libgraders.a build/$1/libharness.a $(LIBDEP_$1)
-	@mkdir -p $$(@D)
-	$(CXX) -o $$@ $$(filter %.o,$$^) build/$1/libgraders.a build/$1/libharness.a $(LDLIBS_$1)
-endef
-$(foreach b,cuda emu,$(foreach s,chapters solutions,$(foreach c,$(CHAPTERS_ALL),\
-  $(eval $(call grader_rule,$b,$s,$c)))))
+# ---- what a program is: told at build time --------------------------------------------------
+#
+# A program's directory under build/ says what it is, and only this file reads it: for
+# build/BACKEND[/sanitize]/KIND/CHAPTER[/NAME]/PROGRAM, BACKEND is cuda, emu or emu-prof (the
+# instrumented CPU backend), sanitize marks a CPU-backend grader linked with instrumented kernels
+# (make sanitize), KIND is chapters, solutions, mutants or tests. Each program links
+# DIR/ident.o, made from harness/ident.c with these facts as definitions (struct grade_build).
+p_words   = $(subst /, ,$1)
+p_backend = $(word 1,$(call p_words,$1))
+p_sanit   = $(filter sanitize,$(word 2,$(call p_words,$1)))
+p_rest    = $(wordlist $(if $(call p_sanit,$1),3,2),9,$(call p_words,$1))
+p_kind    = $(word 1,$(call p_rest,$1))
+p_chapter = $(word 2,$(call p_rest,$1))
+p_name    = $(word 3,$(call p_rest,$1))
+p_mutant  = $(p_chapter)/$(p_name)
+# where its kernel objects are built: the instrumented build for a sanitize grader
+p_kbuild  = $(if $(call p_sanit,$1),emu-prof,$(call p_backend,$1))
+p_side    = $(if $(filter mutants,$(call p_kind,$1)),mutant $(call p_name,$1),$(call p_kind,$1))
+# the side's place without the backend: solutions/CH, chapters/CH or mutants/CH/NAME
+p_place   = $(call p_kind,$1)/$(call p_chapter,$1)$(if $(call p_name,$1),/$(call p_name,$1))
 
-# Known-bug kernels: tests/mutants/CHAPTER/NAME.patch applied to a solution file. Each one's
-# grader links the patched file in place of the original, and `make test` requires it to fail.
-MUTANTS := $(patsubst tests/mutants/%.patch,%,$(wildcard tests/mutants/*/*.patch))
-mutant_path = $(shell sed -n 's|^+++ b/||p' tests/mutants/$1.patch | head -n 1)
-mutant_file = $(notdir $(call mutant_path,$1))
+# its kernel objects: the side's sources, or a known-bug kernel's (the solution's, with the
+# patched copy in place of the file its patch names)
+p_sources = $(call backend_sources,$(call p_kbuild,$1),$(if $(filter mutants,$(call p_kind,$1)),\
+              $(filter-out $(call mutant_target,$(call p_mutant,$1)),$(call cu_sources,solutions,$(call p_chapter,$1))) \
+              build/mutants/$(call p_mutant,$1)/$(notdir $(call mutant_target,$(call p_mutant,$1))),\
+              $(call cu_sources,$(call p_kind,$1),$(call p_chapter,$1))))
+p_kernels = $(patsubst %.cu,build/$(call p_kbuild,$1)/%.o,$(call p_sources,$1))
 
-# the patched copy is remade when the patch or the file it patches changes
-define mutant_src
-build/mutants/$1/$(notdir $2): tests/mutants/$1.patch $2 scripts/mutate.sh
-	scripts/mutate.sh $$< $$(@D)
-endef
-$(foreach m,$(MUTANTS),$(eval $(call mutant_src,$m,$(call mutant_path,$m))))
+# the profile driver a CPU-backend grader's concept tests run (graders/concept.h), if any
+p_driver  = $(strip $(if $(and $(filter emu,$(call p_backend,$1)),$(filter $(CONCEPT_CHAPTERS),$(call p_chapter,$1))),\
+              build/emu-prof/$(call p_place,$1)/profile))
 
-mutant_chapter = $(firstword $(subst /, ,$1))
-define mutant_rule
-build/$1/mutants/$2/grade: build/$1/graders/$(call mutant_chapter,$2).o build/$1/build/mutants/$2/$(3:.cu=.o) $(patsubst %.cu,build/$1/%.o,$(call backend_sources,$1,$(filter-out %/$3,$(call cu_sources,solutions,$(call mutant_chapter,$2))))) build/$1/libgraders.a build/$1/libharness.a $(LIBDEP_$1)
-	@mkdir -p $$(@D)
-	$(CXX) -o $$@ $$(filter %.o,$$^) build/$1/libgraders.a build/$1/libharness.a $(LDLIBS_$1)
-endef
-$(foreach b,cuda emu,$(foreach m,$(MUTANTS),$(eval $(call mutant_rule,$b,$m,$(call mutant_file,$m)))))
+build/%/ident.o: harness/ident.c harness/ident.h Makefile
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -DGRADE_CHAPTER='"$(call p_chapter,$*)"' -DGRADE_SIDE='"$(call p_side,$*)"' \
+	  -DGRADE_BACKEND='"$(call p_backend,$*)"' -DGRADE_PROFILE='"$(call p_driver,$*)"' -c $< -o $@
 
+# ---- the programs ----------------------------------------------------------------------------
+
+# 1. Graders: build/BACKEND/SIDE/CHAPTER/grade, build/BACKEND/mutants/CHAPTER/NAME/grade, and the
+# CPU backend's instrumented ones under build/emu/sanitize/ (make sanitize): the chapter's grader
+# linked with one side's kernels.
+GRADERS   := $(foreach b,cuda emu,$(foreach s,chapters solutions,$(foreach c,$(CHAPTERS_ALL),build/$b/$s/$c/grade)) \
+               $(foreach m,$(MUTANTS),build/$b/mutants/$m/grade))
+SANITIZE_GRADERS := $(foreach s,chapters solutions,$(foreach c,$(CHAPTERS_ALL),build/emu/sanitize/$s/$c/grade)) \
+                    $(foreach m,$(MUTANTS),build/emu/sanitize/mutants/$m/grade)
+g_libs    = build/$1/libgraders.a build/$1/libharness.a
+$(GRADERS) $(SANITIZE_GRADERS): build/%/grade: build/$$(call p_backend,$$*)/graders/$$(call p_chapter,$$*).o \
+    $$(call p_kernels,$$*) build/$$*/ident.o $$(call g_libs,$$(call p_backend,$$*)) \
+    $$(if $$(call p_sanit,$$*),$(EMU_PROF_LIB),$$(call archives_of,$$(LDLIBS_$$(call p_backend,$$*)))) | $$(call p_driver,$$*)
+	$(CXX) -o $@ $(filter %.o,$^) $(call g_libs,$(call p_backend,$*)) \
+	  $(if $(call p_sanit,$*),$(EMU_PROF_LIB) $(CHECK_LIBS) $(EMU_LDLIBS),$(LDLIBS_$(call p_backend,$*)))
+
+# 2. Profile drivers (make profile, make calibrate, and the concept tests): the chapter's kernels
+# under the profile driver, instrumented for the CPU backend (build/emu-prof/...) or for the GPU,
+# where Nsight Compute runs it (build/cuda/...: the CUDA runtime, no Check, nothing else).
+CONCEPT_MUTANTS := $(filter $(addsuffix /%,$(CONCEPT_CHAPTERS)),$(MUTANTS))
+PROFILES  := $(foreach b,cuda emu-prof,$(foreach s,chapters solutions,$(foreach c,$(PROFILE_CHAPTERS),build/$b/$s/$c/profile))) \
+             $(foreach m,$(CONCEPT_MUTANTS),build/emu-prof/mutants/$m/profile)
+$(PROFILES): build/%/profile: build/$$(call p_backend,$$*)/profile/$$(call p_chapter,$$*).o $$(call p_kernels,$$*) \
+    $$(if $$(filter cuda,$$(call p_backend,$$*)),,$(EMU_PROF_LIB))
+	$(CXX) -o $@ $(filter %.o,$^) $(if $(filter cuda,$(call p_backend,$*)),$(CUDART_LIBS),$(EMU_PROF_LIB) $(EMU_LDLIBS))
+
+# 3. The small programs: the device probe, the harness's own tests, the isolation demo (a
+# hang, a crash, NaN, Inf, an unwritten element and an overrun, each failing one test of a demo
+# grader: tests/isolation.c), and the probe that measured the shared-memory wavefronts the CPU
+# backend's model is checked against (tests/ncu/shared_wavefronts.cu says how to run it).
 build/cuda/probe: build/cuda/harness/probe.o build/cuda/libharness.a
 	$(CXX) -o $@ $^ $(LDLIBS_cuda)
-
 build/cuda/tests/harness: build/cuda/tests/harness.o build/cuda/harness/harness.o
 	$(CC) -o $@ $^ $(CHECK_LIBS)
-
-# The probe that measured the shared-memory wavefronts the CPU backend's model is checked
-# against (tests/ncu/shared_wavefronts.cu says how to run it under ncu on a GPU)
+build/cuda/tests/isolation build/emu/tests/isolation: build/%/tests/isolation: build/%/tests/isolation.o \
+    build/%/tests/isolation_kernels.o build/%/tests/ident.o build/%/libharness.a $$(call archives_of,$$(LDLIBS_$$*))
+	$(CXX) -o $@ $(filter %.o,$^) build/$*/libharness.a $(LDLIBS_$*)
 build/cuda/tests/shared_wavefronts: build/cuda/tests/ncu/shared_wavefronts.o
 	$(CXX) -o $@ $^ $(LDLIBS_cuda)
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 
-# ---- isolation: the grade glue against a hang, a crash, NaN, Inf, an unwritten element and an
-# overrun (tests/isolation.c, kernels in tests/isolation_kernels.cu); `make isolation-test B=emu`
-define isolation_rule
-build/$1/tests/isolation: build/$1/tests/isolation.o build/$1/tests/isolation_kernels.o build/$1/libharness.a $(LIBDEP_$1)
-	$(CXX) -o $$@ $$(filter %.o,$$^) build/$1/libharness.a $(LDLIBS_$1)
-endef
-$(foreach b,cuda emu,$(eval $(call isolation_rule,$b)))
-
 .PHONY: isolation-test
 isolation-test: build/$(B)/tests/isolation
 	build/$(B)/tests/isolation
+
+# ---- the manifest: what each program is and where it lies ------------------------------------
+#
+# build/programs.tsv, one row per program make can build, tab-separated with a header:
+#   program  grade, profile or sanitize (a CPU-backend grader over instrumented kernels)
+#   kind     solution, starter or mutant
+#   chapter  02-coalesced-transpose
+#   name     the known-bug kernel's name (tests/mutants/CHAPTER/NAME.patch), "-" for the others
+#   backend  cuda or emu
+#   path     where it lies
+# Scripts find programs here (scripts/programs.sh), never by spelling a path; scripts/judge.sh
+# judges the graders in it. Rewritten only when it changes.
+empty :=
+tab := $(empty)	$(empty)
+define newline
+
+
+endef
+row     = $1$(tab)$2$(tab)$3$(tab)$4$(tab)$5$(tab)$6$(newline)
+k_of    = $(if $(filter mutants,$(call p_kind,$1)),mutant,$(if $(filter solutions,$(call p_kind,$1)),solution,starter))
+n_of    = $(or $(call p_name,$1),-)
+b_of    = $(patsubst emu-prof,emu,$(call p_backend,$1))
+prog_row = $(call row,$2,$(call k_of,$1),$(call p_chapter,$1),$(call n_of,$1),$(call b_of,$1),build/$1/$3)
+MANIFEST_ROWS = $(call row,program,kind,chapter,name,backend,path)$(foreach g,$(GRADERS),$(call \
+  prog_row,$(patsubst build/%/grade,%,$g),grade,grade))$(foreach g,$(SANITIZE_GRADERS),$(call \
+  prog_row,$(patsubst build/%/grade,%,$g),sanitize,grade))$(foreach g,$(PROFILES),$(call \
+  prog_row,$(patsubst build/%/profile,%,$g),profile,profile))
+build/programs.tsv: FORCE
+	$(shell mkdir -p $(@D))$(file >$@.new,$(subst $(newline) ,$(newline),$(MANIFEST_ROWS)))
+	@cmp -s $@.new $@ && rm $@.new || mv $@.new $@
 
 # ---- what the targets build --------------------------------------------------------------
 
 # graders B=cuda|emu SIDES="chapters solutions" CHAPTERS="...": build graders, run nothing
 B     ?= cuda
 SIDES ?= $(SIDE)
-.PHONY: graders
-graders: $(foreach s,$(SIDES),$(foreach c,$(CHAPTERS),build/$(B)/$s/$c/grade))
+.PHONY: graders mutants
+graders: build/programs.tsv $(foreach s,$(SIDES),$(foreach c,$(CHAPTERS),build/$(B)/$s/$c/grade))
+mutants: build/programs.tsv $(foreach m,$(filter $(addsuffix /%,$(CHAPTERS)),$(MUTANTS)),build/$(B)/mutants/$m/grade)
 
 # every kernel file, built for every ARCH with warnings as errors
 CU_ALL := $(wildcard chapters/*/*.cu solutions/*/*.cu)
@@ -196,31 +276,12 @@ CU_ALL := $(wildcard chapters/*/*.cu solutions/*/*.cu)
 compile-all: $(patsubst %.cu,build/cuda/%.o,$(CU_ALL))
 
 # Everything a visit to a GPU needs, built here: run it there with scripts/gpu-run.sh.
-.PHONY: gpu-build
-gpu-build:
-	$(MAKE) --no-print-directory B=cuda SIDES="chapters solutions" CHAPTERS="$(CHAPTERS_ALL)" \
-	  graders mutants build/cuda/probe build/cuda/tests/harness build/cuda/tests/isolation \
-	  build/cuda/tests/shared_wavefronts
-
-# build/BACKEND/graders.tsv: every grader binary of that backend and what it must do, the table
-# scripts/judge.sh judges (make test, and scripts/gpu-run.sh on a GPU); rewritten when it changes
-empty :=
-tab := $(empty)	$(empty)
-define newline
-
-
-endef
-manifest_row = $1$(tab)$2$(tab)$3$(tab)$4$(tab)$5$(newline)
-manifest_rows = $(call manifest_row,kind,chapter,name,backend,binary)$(foreach c,$(CHAPTERS_ALL),$(call \
-  manifest_row,solution,$c,-,$1,build/$1/solutions/$c/grade)$(call \
-  manifest_row,starter,$c,-,$1,build/$1/chapters/$c/grade))$(foreach m,$(MUTANTS),$(call \
-  manifest_row,mutant,$(call mutant_chapter,$m),$(notdir $m),$1,build/$1/mutants/$m/grade))
-build/cuda/graders.tsv build/emu/graders.tsv: build/%/graders.tsv: FORCE
-	$(shell mkdir -p $(@D))$(file >$@.new,$(subst $(newline) ,$(newline),$(call manifest_rows,$*)))
-	@cmp -s $@.new $@ && rm $@.new || mv $@.new $@
-
-.PHONY: mutants
-mutants: $(foreach m,$(MUTANTS),build/$(B)/mutants/$m/grade)
+.PHONY: gpu-build profile-build
+gpu-build: build/programs.tsv $(filter build/cuda/%,$(GRADERS)) build/cuda/probe build/cuda/tests/harness \
+    build/cuda/tests/isolation build/cuda/tests/shared_wavefronts profile-build
+# every profile driver, both backends and sides: what a GPU visit needs for `make profile
+# BACKEND=cuda` and `make calibrate` without building there
+profile-build: build/programs.tsv $(PROFILES)
 
 # ---- the targets -------------------------------------------------------------------------
 
@@ -229,23 +290,18 @@ deps: deps-test
 deps-grade deps-test deps-book: deps-%:
 	@scripts/deps.sh $*
 
-.PHONY: grade
+# what the scripts are told, besides the environment they inherit
+RUN_ENV = CHAPTERS="$(CHAPTERS)" CHAPTERS_ALL="$(CHAPTERS_ALL)" CH="$(CH)" SIDE="$(SIDE)" \
+          BACKEND="$(BACKEND)" MAKE="$(MAKE)"
+
+.PHONY: grade bench tune test
 grade: deps-grade
-	@CHAPTERS="$(CHAPTERS)" CHAPTERS_ALL="$(CHAPTERS_ALL)" CH="$(CH)" SIDE="$(SIDE)" \
-	  BACKEND="$(BACKEND)" MAKE="$(MAKE)" scripts/grade.sh
-
-.PHONY: bench
+	@$(RUN_ENV) scripts/grade.sh
 bench: deps-grade
-	@CHAPTERS="$(CHAPTERS)" CHAPTERS_ALL="$(CHAPTERS_ALL)" CH="$(CH)" SIDE="$(SIDE)" \
-	  BACKEND="$(BACKEND)" MAKE="$(MAKE)" scripts/grade.sh --bench
-
+	@$(RUN_ENV) scripts/grade.sh --bench
 # on a GPU: measure each candidate configuration of the chapters that have them (04)
-.PHONY: tune
 tune: deps-grade
-	@CHAPTERS="$(CHAPTERS)" CHAPTERS_ALL="$(CHAPTERS_ALL)" CH="$(CH)" SIDE=solutions \
-	  BACKEND="$(BACKEND)" MAKE="$(MAKE)" scripts/grade.sh --tune
-
-.PHONY: test
+	@$(RUN_ENV) SIDE=solutions scripts/grade.sh --tune
 test: deps-test
 	@CHAPTERS_ALL="$(CHAPTERS_ALL)" MAKE="$(MAKE)" scripts/test.sh
 
@@ -260,27 +316,24 @@ FRESH_DATA ?= build/results
 PLOT_NAMES := $(patsubst plots/%.gp,%,$(filter-out plots/style.gp plots/roofline.gp,$(wildcard plots/*.gp)))
 PLOTS      := $(patsubst %,build/plots/%.pdf,$(PLOT_NAMES)) $(if $(wildcard plots/roofline.gp),build/plots/roofline.pdf)
 
-plot_data = $(if $(shell [ -f $(FRESH_DATA)/$1.tsv ] && [ $(FRESH_DATA)/$1.tsv -nt $(PLOT_DATA)/$1.tsv ] && echo y),$(FRESH_DATA)/$1.tsv,$(PLOT_DATA)/$1.tsv)
+# the names whose fresh data is newer than the committed, in one shell for all of them
+FRESHER := $(if $(wildcard $(FRESH_DATA)/*.tsv),$(shell for n in $(PLOT_NAMES); do \
+             [ -f $(FRESH_DATA)/$$n.tsv ] && [ $(FRESH_DATA)/$$n.tsv -nt $(PLOT_DATA)/$$n.tsv ] && echo $$n; done))
+plot_data = $(if $(filter $1,$(FRESHER)),$(FRESH_DATA)/$1.tsv,$(PLOT_DATA)/$1.tsv)
 
-# build/plots/NN.data names the file the figure is drawn from; it changes (and the figure is
-# redrawn) when the choice does, say when build/results/ is cleaned away
-define data_rule
-build/plots/$1.data: FORCE
-	@mkdir -p $$(@D)
-	@echo '$2' | cmp -s - $$@ || echo '$2' > $$@
-endef
+# build/plots/NAME.data names the file(s) the figure is drawn from; it changes (and the figure
+# is redrawn) when the choice does, say when build/results/ is cleaned away
+plot_sources = $(if $(filter roofline,$1),$(foreach p,$(PLOT_NAMES),$(call plot_data,$p)),$(call plot_data,$1))
+build/plots/%.data: FORCE
+	@mkdir -p $(@D)
+	@echo '$(call plot_sources,$*)' | cmp -s - $@ || echo '$(call plot_sources,$*)' > $@
 
-define plot_rule
-$(call data_rule,$1,$(call plot_data,$1))
-build/plots/$1.pdf: plots/$1.gp plots/style.gp $(call plot_data,$1) build/plots/$1.data
-	gnuplot -e "data='$(call plot_data,$1)'; out='$$@'" $$<
-endef
-$(foreach p,$(PLOT_NAMES),$(eval $(call plot_rule,$p)))
+build/plots/%.pdf: plots/%.gp plots/style.gp $$(call plot_sources,$$*) build/plots/%.data
+	gnuplot -e "data='$(call plot_data,$*)'; out='$@'" $<
 
 # the roofline: every chapter's rows on one figure, under the ceilings measured in chapters
 # 01/04 (cuBLAS SGEMM), 02 (the copy kernel) and 05 (cuBLAS BF16)
-ROOFLINE_DATA := $(foreach p,$(PLOT_NAMES),$(call plot_data,$p))
-$(eval $(call data_rule,roofline,$(ROOFLINE_DATA)))
+ROOFLINE_DATA := $(call plot_sources,roofline)
 build/plots/roofline.pdf: plots/roofline.gp plots/style.gp $(ROOFLINE_DATA) build/plots/roofline.data
 	gnuplot -e "files='$(ROOFLINE_DATA)'; out='$@'" $<
 
@@ -295,10 +348,12 @@ BOOK_FILTERS := book/include.lua book/measured.lua book/appendices.lua
 
 # pandoc writes LaTeX, pdflatex runs twice (the contents need the page numbers); the log stays
 # in build/book/ for tests/book.sh, which looks for code that runs off the page.
-# book/measured.lua reads the same data files the figures were drawn from (the .data files).
+# book/measured.lua reads the same data files the figures were drawn from (the .data files),
+# and the committed calibration (or says it was not measured).
 export PLOT_DATA
 build/book.pdf: $(BOOK_SRC) book/header.tex $(BOOK_FILTERS) $(PLOTS) $(CU_ALL) \
-                $(wildcard chapters/*/*.h chapters/*/*.cuh) $(ROOFLINE_DATA)
+                $(wildcard chapters/*/*.h chapters/*/*.cuh) $(ROOFLINE_DATA) \
+                $(wildcard $(PLOT_DATA)/profile-calibration.tsv)
 	@mkdir -p build/book
 	pandoc $(BOOK_SRC) --from markdown --standalone --listings \
 	  $(foreach f,$(BOOK_FILTERS),--lua-filter $f) \
@@ -327,53 +382,8 @@ clean:
 # Nsight Compute is installed), the same driver built for the GPU, each rung under ncu: the
 # same columns per kernel. harness/emu/README.md ("Profiling") gives the model;
 # scripts/profile.sh runs it, scripts/ncu-run.sh and scripts/ncu-table.awk are the ncu side.
-PROFILE_CHAPTERS := $(filter 01-% 02-% 03-% 04-%,$(CHAPTERS_ALL))
-
-define profile_rule
-build/emu-prof/$1/$2/profile: build/emu-prof/$1/$2/profile_main.o $(patsubst %.cu,build/emu-prof/%.o,$(call backend_sources,emu,$(call cu_sources,$1,$2))) $(EMU_PROF_LIB)
-	$(CXX) -o $$@ $$(filter %.o,$$^) $(EMU_PROF_LIB) $(EMU_LDLIBS)
-build/emu-prof/$1/$2/profile_main.o: graders/profile_main.c chapters/$2/*.h $(EMU_HEADERS)
-	@mkdir -p $$(@D)
-	$(CC) $(CFLAGS) $(CPPFLAGS_emu) -Ichapters/$2 -c $$< -o $$@
-endef
-$(foreach s,chapters solutions,$(foreach c,$(PROFILE_CHAPTERS),$(eval $(call profile_rule,$s,$c))))
-
-# the same driver for the GPU: the chapter's kernel objects (as the graders use them) and the
-# CUDA runtime, nothing else (no Check: it runs where nothing but the driver is installed)
-define profile_cuda_rule
-build/cuda/$1/$2/profile: build/cuda/$1/$2/profile_main.o $(patsubst %.cu,build/cuda/%.o,$(call cu_sources,$1,$2))
-	$(CXX) -o $$@ $$(filter %.o,$$^) -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lpthread
-build/cuda/$1/$2/profile_main.o: graders/profile_main.c chapters/$2/*.h
-	@mkdir -p $$(@D)
-	$(CC) $(CFLAGS) $(CPPFLAGS_cuda) -Ichapters/$2 -c $$< -o $$@
-endef
-$(foreach s,chapters solutions,$(foreach c,$(PROFILE_CHAPTERS),$(eval $(call profile_cuda_rule,$s,$c))))
-
-# every profile driver, both backends and sides: what a GPU visit needs for `make profile
-# BACKEND=cuda` and `make calibrate` without building there (`make gpu-build` includes it)
-PROFILE_DRIVERS := $(foreach b,cuda emu-prof,$(foreach s,chapters solutions,\
-                     $(foreach c,$(PROFILE_CHAPTERS),build/$b/$s/$c/profile)))
-.PHONY: profile-build
-profile-build: $(PROFILE_DRIVERS)
-gpu-build: profile-build
-
-# The concept tests of chapters 02-04 (graders/concept.h): on the CPU backend the grader
-# build/emu/X/grade runs the profile driver build/emu-prof/X/profile --tsv yours, so each emu
-# grader of those chapters, and each of their known-bug kernels', gets its driver built first.
-CONCEPT_CHAPTERS := $(filter 02-% 03-% 04-%,$(PROFILE_CHAPTERS))
-$(foreach s,chapters solutions,$(foreach c,$(CONCEPT_CHAPTERS),\
-  $(eval build/emu/$s/$c/grade: | build/emu-prof/$s/$c/profile)))
-define profile_mutant_rule
-build/emu-prof/mutants/$1/profile: build/emu-prof/solutions/$2/profile_main.o build/emu-prof/build/mutants/$1/$(3:.cu=.o) $(patsubst %.cu,build/emu-prof/%.o,$(call backend_sources,emu,$(filter-out %/$3,$(call cu_sources,solutions,$2)))) $(EMU_PROF_LIB)
-	@mkdir -p $$(@D)
-	$(CXX) -o $$@ $$(filter %.o,$$^) $(EMU_PROF_LIB) $(EMU_LDLIBS)
-build/emu/mutants/$1/grade: | build/emu-prof/mutants/$1/profile
-endef
-$(foreach m,$(filter $(addsuffix /%,$(CONCEPT_CHAPTERS)),$(MUTANTS)),\
-  $(eval $(call profile_mutant_rule,$m,$(call mutant_chapter,$m),$(call mutant_file,$m))))
-
 .PHONY: profile
-profile:
+profile: build/programs.tsv
 	@CHAPTERS="$(CHAPTERS)" PROFILE_CHAPTERS="$(PROFILE_CHAPTERS)" SIDE="$(SIDE)" \
 	  BACKEND="$(BACKEND)" KERNEL="$(KERNEL)" MAKE="$(MAKE)" scripts/profile.sh
 
@@ -385,9 +395,6 @@ CALIBRATION ?= build/results/profile-calibration.tsv
 .PHONY: calibrate
 calibrate: profile-build
 	@PROFILE_CHAPTERS="$(PROFILE_CHAPTERS)" scripts/calibrate.sh $(CALIBRATION)
-
-# the book shows the committed calibration (book/measured.lua), or says it was not measured
-build/book.pdf: $(wildcard $(PLOT_DATA)/profile-calibration.tsv)
 
 # ---- sanitize ------------------------------------------------------------------------------
 
@@ -403,36 +410,11 @@ build/book.pdf: $(wildcard $(PLOT_DATA)/profile-calibration.tsv)
 MUTANT ?=
 TOOLS  ?= memcheck racecheck synccheck initcheck
 
-# The instrumented CPU-backend graders: a chapter's grader linked with its kernel files built
-# instrumented (build/emu-prof/...o) and the instrumented runtime. They live under
-# build/emu/sanitize/, so that the concept tests of 02-04 find a profile driver beside them
-# (graders/concept.h: build/emu/X/grade runs build/emu-prof/X/profile): a copy of the plain one.
-define sanitize_emu_rule
-build/emu/sanitize/$1/$2/grade: build/emu/graders/$2.o $(patsubst %.cu,build/emu-prof/%.o,$(call backend_sources,emu,$(call cu_sources,$1,$2))) build/emu/libharness.a $(EMU_PROF_LIB)
-	@mkdir -p $$(@D)
-	$(CXX) -o $$@ $$(filter %.o,$$^) build/emu/libharness.a $(EMU_PROF_LIB) $(CHECK_LIBS) $(EMU_LDLIBS)
-endef
-$(foreach s,chapters solutions,$(foreach c,$(CHAPTERS_ALL),$(eval $(call sanitize_emu_rule,$s,$c))))
-define sanitize_emu_mutant_rule
-build/emu/sanitize/mutants/$1/grade: build/emu/graders/$2.o build/emu-prof/build/mutants/$1/$(3:.cu=.o) $(patsubst %.cu,build/emu-prof/%.o,$(call backend_sources,emu,$(filter-out %/$3,$(call cu_sources,solutions,$2)))) build/emu/libharness.a $(EMU_PROF_LIB)
-	@mkdir -p $$(@D)
-	$(CXX) -o $$@ $$(filter %.o,$$^) build/emu/libharness.a $(EMU_PROF_LIB) $(CHECK_LIBS) $(EMU_LDLIBS)
-endef
-$(foreach m,$(MUTANTS),$(eval $(call sanitize_emu_mutant_rule,$m,$(call mutant_chapter,$m),$(call mutant_file,$m))))
-build/emu-prof/sanitize/%/profile: build/emu-prof/%/profile
-	@mkdir -p $(@D)
-	cp $< $@
-$(foreach s,chapters solutions,$(foreach c,$(CONCEPT_CHAPTERS),\
-  $(eval build/emu/sanitize/$s/$c/grade: | build/emu-prof/sanitize/$s/$c/profile)))
-$(foreach m,$(filter $(addsuffix /%,$(CONCEPT_CHAPTERS)),$(MUTANTS)),\
-  $(eval build/emu/sanitize/mutants/$m/grade: | build/emu-prof/sanitize/mutants/$m/profile))
-
 .PHONY: sanitize sanitize-record
-sanitize: deps-grade
-	@CHAPTERS="$(CHAPTERS)" CHAPTERS_ALL="$(CHAPTERS_ALL)" CH="$(CH)" SIDE="$(SIDE)" \
-	  BACKEND="$(BACKEND)" MUTANT="$(MUTANT)" TOOLS="$(TOOLS)" MAKE="$(MAKE)" scripts/sanitize.sh
+sanitize: deps-grade build/programs.tsv
+	@$(RUN_ENV) MUTANT="$(MUTANT)" TOOLS="$(TOOLS)" scripts/sanitize.sh
 # every solution, then the canary: a known-bug kernel that memcheck must catch
-sanitize-record: deps-grade
+sanitize-record: deps-grade build/programs.tsv
 	@rm -f build/results/sanitize.tsv; \
 	CHAPTERS="$(CHAPTERS_ALL)" SIDE=solutions MUTANT= BACKEND="$(BACKEND)" TOOLS="$(TOOLS)" \
 	  MAKE="$(MAKE)" scripts/sanitize.sh --record build/results/sanitize.tsv; s=$$?; \

@@ -2,9 +2,9 @@
  *
  * A concept test grades how a kernel works, not what it computes: sectors per global request,
  * wavefronts per shared-memory request, divergent branches per warp. The numbers come from the
- * emu's instrumented build: the grader build/emu/X/grade runs its profile driver
- * build/emu-prof/X/profile --tsv yours (the Makefile builds one beside every emu grader of
- * these chapters, mutants included), which runs the learner's entry point once on a small shape
+ * emu's instrumented build: the grader runs its profile driver, the same side's kernels built
+ * instrumented, as `DRIVER --tsv yours` (the Makefile builds one for every CPU-backend grader of
+ * these chapters, known-bug kernels included, and tells the grader its path: ident.h), which runs the learner's entry point once on a small shape
  * and prints a header line and one tab-separated row (graders/profile_main.c). On a
  * GPU these tests are not registered: there `make profile CH=NN BACKEND=cuda` shows the same
  * counts from Nsight Compute, and `make calibrate` compares the two.
@@ -105,26 +105,13 @@ static inline const char *concept_cell(char **head, int nh, char **row, int nr, 
 /* Runs the profile driver on NAME ("yours" or a rung); 0 and *r filled, or -1 with why. */
 static inline int concept_profile(const char *name, struct concept_row *r, char *why, size_t n)
 {
-    char exe[1024], drv[1100];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len <= 0) {
-        snprintf(why, n, "cannot find this grader's own path");
+    /* the build tells each CPU-backend grader of these chapters where its driver is */
+    const char *drv = GRADE_BUILD.profile;
+    if (!drv[0]) {
+        snprintf(why, n, "this grader was built without a profile driver (the build gives one "
+                 "to the CPU backend's graders of chapters 02-04)");
         return -1;
     }
-    exe[len] = 0;
-    /* build/emu/X/grade -> build/emu-prof/X/profile */
-    char *at = NULL;
-    for (char *p = strstr(exe, "/build/emu/"); p; p = strstr(p + 1, "/build/emu/"))
-        at = p;
-    char *slash = strrchr(exe, '/');
-    if (!at || !slash || slash < at + 10) {
-        snprintf(why, n, "this grader (%.300s) is not under build/emu/, so its profile driver "
-                 "cannot be found", exe);
-        return -1;
-    }
-    *slash = 0;
-    at[10] = 0; /* "/build/emu" */
-    snprintf(drv, sizeof drv, "%.500s-prof/%.500s/profile", exe, at + 11);
     if (access(drv, X_OK) != 0) {
         snprintf(why, n, "the profile driver %.300s is missing: `make grade` builds it", drv);
         return -1;

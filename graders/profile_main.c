@@ -2,12 +2,12 @@
  * of `make calibrate` (scripts/calibrate.sh).
  *
  * Built once per chapter and side, with -Ichapters/NN, against that side's kernel files, for
- * one of two backends:
- *   build/emu-prof/SIDE/NN/profile   the instrumented emu build: the runtime prints, per kernel
+ * one of two backends (build/programs.tsv says where each lies):
+ *   the instrumented emu build       the runtime prints, per kernel
  *                                    launch and per source line, the global requests and their
  *                                    sectors, the shared requests and their wavefronts, and the
  *                                    divergent branches (harness/emu/README.md, "Profiling")
- *   build/cuda/SIDE/NN/profile       the CUDA build, which Nsight Compute runs one rung at a time
+ *   the CUDA build                   which Nsight Compute runs one rung at a time
  *                                    (scripts/ncu-run.sh): the same rungs on the same shapes, so
  *                                    that a rung's counts on both sides can be compared
  * It runs every rung of the chapter's rung table (or only KERNEL's) once on a small shape.

@@ -304,44 +304,12 @@ static FILE *tsv;
 static const char *tsv_side;
 static int self_skipped; /* tests that ran and skipped themselves (quick mode) */
 
-/* Which side of the chapter this grader was built from, from its own path
- * (build/BACKEND/chapters/CH/grade, .../solutions/CH/grade, .../mutants/CH/NAME/grade), unless
- * GRADE_SIDE says; "" when neither tells. */
+/* Which side of the chapter this grader was built from, as the build tells it (ident.h), unless
+ * GRADE_SIDE says (make sanitize tags its runs). */
 static const char *find_side(void)
 {
-    static char side[128];
     const char *env = getenv("GRADE_SIDE");
-    if (env) {
-        snprintf(side, sizeof side, "%s", env);
-        return side;
-    }
-    char exe[1024];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len <= 0)
-        return "";
-    exe[len] = '\0';
-    /* the part after the last "/build/BACKEND/": SIDE/CH/grade or mutants/CH/NAME/grade */
-    char *at = NULL;
-    for (char *p = strstr(exe, "/build/"); p; p = strstr(p + 1, "/build/"))
-        at = p;
-    char *rest = at ? strchr(at + strlen("/build/"), '/') : NULL;
-    if (!rest)
-        return "";
-    rest++;
-    if (strncmp(rest, "mutants/", 8) == 0) {
-        char *name = strchr(rest + 8, '/');
-        char *end = name ? strchr(name + 1, '/') : NULL;
-        if (name && end) {
-            snprintf(side, sizeof side, "mutant %.*s", (int)(end - name - 1), name + 1);
-            return side;
-        }
-        return "";
-    }
-    if (strncmp(rest, "solutions/", 10) == 0)
-        return "solutions";
-    if (strncmp(rest, "chapters/", 9) == 0)
-        return "chapters";
-    return "";
+    return env ? env : GRADE_BUILD.side;
 }
 
 /* GRADE_TSV names the file ("" for none); unset, build/grade.tsv when ./build exists (a grader
@@ -525,6 +493,17 @@ int grader_add_timed(Suite *s, const char *tcase, const TTest *fn, const char *t
     return grader_add(s, tcase, fn, &title, 1, timeout_s);
 }
 
+/* --describe: what the build told this grader, and its modes, one "key<TAB>value" a line, for
+ * the scripts (scripts/programs.sh), which ask instead of reading a grader's source. */
+static int grader_describe(const struct grader_spec *spec)
+{
+    printf("chapter\t%s\n", spec->chapter);
+    printf("side\t%s\n", GRADE_BUILD.side);
+    printf("backend\t%s\n", gpu_backend());
+    printf("modes\tgrade%s%s\n", spec->bench ? " bench" : "", spec->tune ? " tune" : "");
+    return strcmp(spec->chapter, GRADE_BUILD.chapter) == 0 ? 0 : 1;
+}
+
 int grader_main(const struct grader_spec *spec, int argc, char **argv)
 {
     if (argc == 1) {
@@ -533,11 +512,15 @@ int grader_main(const struct grader_spec *spec, int argc, char **argv)
         spec->add_tests(s);
         return grader_run(s);
     }
+    if (argc == 2 && strcmp(argv[1], "--describe") == 0)
+        return grader_describe(spec);
     if (argc == 3 && strcmp(argv[1], "--bench") == 0 && spec->bench)
         return spec->bench(argv[2]);
     if (argc == 3 && strcmp(argv[1], "--tune") == 0 && spec->tune)
         return spec->tune(argv[2]);
     fprintf(stderr, "usage: %s            grade chapter %s\n", argv[0], spec->chapter);
+    fprintf(stderr, "       %s --describe what this grader is and can do, tab-separated\n",
+            argv[0]);
     if (spec->bench)
         fprintf(stderr, "       %s --bench F  measure every rung, rows into F\n", argv[0]);
     if (spec->tune)

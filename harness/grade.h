@@ -22,6 +22,7 @@
 
 #include "gpu.h"
 #include "harness.h"
+#include "ident.h"
 
 #define GRADE_MAX_TESTS 64
 #define GRADE_TEXT 512
@@ -98,7 +99,9 @@ struct grader_spec {
 };
 
 /* The whole main() of a grader: no argument grades, --bench FILE and --tune FILE run those
- * modes, anything else prints the usage and returns 2. */
+ * modes, --describe prints what the grader is and which modes it has ("chapter", "side",
+ * "backend", "modes" lines, tab-separated; exit status 1 when the build told it another chapter
+ * than its own), anything else prints the usage and returns 2. */
 int grader_main(const struct grader_spec *spec, int argc, char **argv);
 
 /* The start of every bench and tuning run: a GPU must answer and its timings must be real;

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # calibrate.sh [OUT.tsv]: what `make calibrate` runs, on a GPU with Nsight Compute. Every rung
 # of the solutions of PROFILE_CHAPTERS (default 01-04) runs twice on the same small shape: in
-# the CPU backend's instrumented build (the model: build/emu-prof/solutions/NN/profile --tsv,
-# on this machine's processor) and in the GPU build under ncu (build/cuda/solutions/NN/profile,
-# scripts/ncu-run.sh). The two are joined by the rung's name (scripts/calibration.awk, which
+# the CPU backend's instrumented build (the model: the emu profile driver of the chapter's
+# solutions, --tsv, on this machine's processor) and in the GPU build under ncu (the cuda profile
+# driver, scripts/ncu-run.sh); build/programs.tsv says where each lies. The two are joined by the rung's name (scripts/calibration.awk, which
 # also checks that both ran the same kernels) into OUT.tsv (default
 # build/results/profile-calibration.tsv): a header of device, driver, date, ncu and compiler,
 # then one row per rung and metric,
@@ -34,10 +34,13 @@ if [[ $gpu -ne 0 || $ncu_ok -ne 0 ]]; then
          "both are" >&2
     exit 1
 fi
+# shellcheck source=scripts/programs.sh
+source scripts/programs.sh
 missing=
 for c in $chapters; do
-    for b in emu-prof cuda; do
-        [[ -x build/$b/solutions/$c/profile ]] || missing+=" build/$b/solutions/$c/profile"
+    for b in emu cuda; do
+        p=$(program_path profile solution "$c" - "$b")
+        [[ -n $p && -x $p ]] || missing+=" ${p:-$c's $b profile driver}"
     done
 done
 if [[ -n $missing ]]; then
@@ -51,14 +54,14 @@ gpu_name=${device%% (*}
 driver=$(sed -n 's/.* SMs, \(.*\))$/\1/p' <<<"$device")
 [[ -n $driver ]] || driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1)
 ncu_version=$("$ncu" --version 2>/dev/null | tail -n 1)
-model_build=$(scripts/model-build.sh "build/emu-prof/solutions/${chapters%% *}/profile")
+model_build=$(scripts/model-build.sh "$(program_path profile solution "${chapters%% *}" - emu)")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 rows=$work/rows.tsv notes=$work/notes
 : > "$rows"; : > "$notes"
 status=0 compared=0
 for c in $chapters; do
-    model=build/emu-prof/solutions/$c/profile cuda=build/cuda/solutions/$c/profile
+    model=$(program_path profile solution "$c" - emu) cuda=$(program_path profile solution "$c" - cuda)
     for r in $("$cuda" --list); do
         key=${r//\//-}
         if ! EMU_PROFILE_QUIET=1 "$model" --tsv "$r" > "$work/$c-$key.model" 2> "$work/err"; then

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # gpu-run.sh OUTDIR: on a machine with a GPU, run what `make gpu-build` built, without
-# rebuilding (the machine needs no Check, gnuplot or network): the probe, the harness tests,
-# every solution's grader (must pass), every starter's grader (must fail), every solution's
-# bench, the tuning of chapters that tune, every known-bug kernel's grader (must fail), and with
-# SANITIZE=1 every solution's grader under compute-sanitizer.
+# rebuilding (the machine needs no Check, gnuplot or network): the probe, the harness tests, the
+# isolation demo, the judge (scripts/judge.sh: every solution's grader must pass, every
+# starter's must fail, every known-bug kernel's must fail with its symptom; a verdict line per
+# grader and the closing count), every solution's bench, the tuning of chapters whose grader
+# tunes (as it says with --describe), and with SANITIZE=1 every solution's grader under
+# compute-sanitizer. The programs are found in build/programs.tsv.
 #
-# Everything goes to OUTDIR as it happens: one log (run.log) and one table per bench or
-# tuning run, so that a run cut short keeps what it finished. Each step has a time limit.
+# Everything goes to OUTDIR as it happens: one log (run.log), each grader's output
+# (graders/KIND-CHAPTER[-NAME].log) and one table per bench or tuning run, so that a run cut
+# short keeps what it finished. Each step, and each grader the judge runs, has a time limit.
 #   CHAPTERS="02-... 04-..."   only these chapters (default: every one built)
 #   SKIP_BENCH=1, SKIP_MUTANTS=1, SKIP_STARTERS=1   leave those steps out
 #   SANITIZE=1                 also the sanitizer record (scripts/sanitize.sh --record): each
@@ -15,7 +18,7 @@
 #                              into OUTDIR/sanitize.tsv (commit it as plots/data/h200/sanitize.tsv)
 #                              and logs under OUTDIR/sanitize/; then the canary, a known-bug kernel
 #                              memcheck must catch (01's no-bounds-check). SANITIZE=only: only that
-#   STEP_TIMEOUT=300           seconds for one step
+#   STEP_TIMEOUT=300           seconds for one step or one grader
 #   PROBE=build/cuda/probe     the device check (a dry run without a GPU gives a stand-in)
 set -uo pipefail
 out=${1:?usage: scripts/gpu-run.sh OUTDIR}
@@ -39,28 +42,31 @@ sanitize=${SANITIZE:-0}
   nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv 2>&1
   date -u +%Y-%m-%dT%H:%MZ; } | tee -a "$log"
 
-chapters=${CHAPTERS:-$(for d in build/cuda/solutions/*/; do basename "$d"; done)}
+# shellcheck source=scripts/programs.sh
+source scripts/programs.sh
+chapters=${CHAPTERS:-$(awk -F'\t' '$1 == "grade" && $2 == "solution" && $5 == "cuda" { print $3 }' "$programs")}
 if [[ $sanitize != only ]]; then
     [[ -x build/cuda/tests/harness ]] && step "harness tests" build/cuda/tests/harness
     [[ -x build/cuda/tests/isolation ]] && step "isolation: a hang, a crash, NaN, Inf, an unwritten element, an overrun" build/cuda/tests/isolation
 
-    for c in $chapters; do
-        step "$c solution" build/cuda/solutions/$c/grade
-        [[ ${SKIP_STARTERS:-0} == 1 ]] || step "$c starter (must fail)" build/cuda/chapters/$c/grade
-        if [[ ${SKIP_BENCH:-0} != 1 ]]; then
-            step "$c bench" build/cuda/solutions/$c/grade --bench "$out/$c.tsv"
-            if grep -q -- '"--tune"' "graders/$c.c"; then
-                step "$c tune" build/cuda/solutions/$c/grade --tune "$out/$c-tune.tsv"
-            fi
-        fi
-    done
-    if [[ ${SKIP_MUTANTS:-0} != 1 ]]; then
+    # the judge: every solution passes, every starter fails, every known-bug kernel fails with its
+    # symptom; a verdict line per grader as it ends, each grader's output under graders/
+    kinds="solution"
+    [[ ${SKIP_STARTERS:-0} == 1 ]] || kinds+=" starter"
+    [[ ${SKIP_MUTANTS:-0} == 1 ]] || kinds+=" mutant"
+    echo "== the judge ($kinds)" >> "$log"
+    t0=$SECONDS
+    JUDGE_KINDS=$kinds JUDGE_TIMEOUT=$limit JUDGE_LOG=$out/graders scripts/judge.sh cuda $chapters 2>&1 |
+        tee -a "$log" | grep -E '^(ok|FAIL)  |^judge: '
+    rc=${PIPESTATUS[0]}
+    note "the judge: $(tail -n 1 "$log") (exit $rc in $((SECONDS - t0)) s)"
+
+    if [[ ${SKIP_BENCH:-0} != 1 ]]; then
         for c in $chapters; do
-            for g in build/cuda/mutants/$c/*/grade; do
-                [[ -x $g ]] || continue
-                m=${g#build/cuda/mutants/}; m=${m%/grade}
-                step "mutant $m (must fail)" "$g"
-            done
+            g=$(program_path grade solution "$c" - cuda) || continue
+            modes=" $(grader_modes "$g") "
+            [[ $modes == *" bench "* ]] && step "$c bench" "$g" --bench "$out/$c.tsv"
+            [[ $modes == *" tune "* ]] && step "$c tune" "$g" --tune "$out/$c-tune.tsv"
         done
     fi
 fi

@@ -33,23 +33,28 @@ if [[ $mode != grade && $backend != cuda ]]; then
     echo "$mode: timings on the CPU backend are not GPU timings; \`make $mode\` needs a GPU" >&2
     exit 1
 fi
-if [[ $mode == tune ]]; then
-    # only chapters whose grader has a tuning mode
-    tunable=
-    for c in $CHAPTERS; do grep -q -- '"--tune"' "graders/$c.c" && tunable+=" $c"; done
-    if [[ -z $tunable ]]; then
-        echo "tune: none of ${CHAPTERS// /, } has configurations to tune" >&2
-        exit 2
-    fi
-    CHAPTERS=${tunable# }
-fi
-
 # ---- build ---------------------------------------------------------------------------------
 echo "$mode: building the $SIDE of ${CHAPTERS// /, } for the $backend backend"
 $make_ --no-print-directory -s graders B="$backend" SIDES="$SIDE" CHAPTERS="$CHAPTERS" || {
     echo "$mode: the build failed; the compiler's messages above name the file and line" >&2
     exit 1
 }
+# shellcheck source=scripts/programs.sh
+source scripts/programs.sh
+kind=$(side_kind "$SIDE")
+if [[ $mode == tune ]]; then
+    # only chapters whose grader has a tuning mode, as each grader says (--describe)
+    tunable=
+    for c in $CHAPTERS; do
+        [[ " $(grader_modes "$(program_path grade "$kind" "$c" - "$backend")") " == *" tune "* ]] &&
+            tunable+=" $c"
+    done
+    if [[ -z $tunable ]]; then
+        echo "tune: none of ${CHAPTERS// /, } has configurations to tune" >&2
+        exit 2
+    fi
+    CHAPTERS=${tunable# }
+fi
 
 # ---- run -----------------------------------------------------------------------------------
 mkdir -p build/results
@@ -59,7 +64,7 @@ counts=build/$backend/grade-counts.tsv
 : > "$counts"
 passed=0 failed=0
 for c in $CHAPTERS; do
-    bin=build/$backend/$SIDE/$c/grade
+    bin=$(program_path grade "$kind" "$c" - "$backend")
     echo
     if [[ $mode == bench ]]; then
         GRADE_COUNTS=$counts "$bin" --bench "build/results/$c.tsv"

@@ -1,17 +1,12 @@
 #!/usr/bin/env bash
-# judge.sh MANIFEST [CHAPTER...]: the one rule every grader is held to, for `make test` and for a
+# judge.sh BACKEND [CHAPTER...]: the one rule every grader is held to, for `make test` and for a
 # visit to a GPU (scripts/gpu-run.sh): every solution passes its grader, every starter fails it
 # (by failing tests, not by crashing), and every known-bug kernel fails it with the symptom its
 # patch names.
 #
-# MANIFEST is the table `make` writes of what it built (build/BACKEND/graders.tsv): one row per
-# grader binary, tab-separated, with a header line:
-#   kind       solution, starter or mutant
-#   chapter    02-coalesced-transpose
-#   name       the mutant's name (tests/mutants/CHAPTER/NAME.patch); "-" for the others
-#   backend    cuda or emu
-#   binary     the program to run
-# Only the chapters named are judged (all of the manifest's when none is).
+# The graders are the manifest's (build/programs.tsv, which make writes; the Makefile says what its
+# columns are): its rows of program "grade" for BACKEND (cuda or emu), of the chapters named, or
+# of every chapter when none is. JUDGE_MANIFEST=FILE reads another manifest of the same form.
 #
 # A known-bug kernel's patch may name its symptom, an extended regex that its grader's output
 # must match: "Symptom-BACKEND: " where that backend shows it otherwise (a concept test on the CPU
@@ -23,42 +18,47 @@
 #                     it; the number of processors on the CPU backend); lines stay in order
 #   JUDGE_TIMEOUT=s   each grader's time limit in seconds (default: none)
 #   JUDGE_LOG=DIR     each grader's output also into DIR/KIND-CHAPTER[-NAME].log
+#   JUDGE_KINDS="solution starter"   only those kinds (default: all three)
 set -uo pipefail
-manifest=${1:?usage: scripts/judge.sh MANIFEST [CHAPTER...]}
+want=${1:?usage: scripts/judge.sh BACKEND [CHAPTER...]}
 shift
+manifest=${JUDGE_MANIFEST:-build/programs.tsv}
 [[ -r $manifest ]] || { echo "judge: $manifest: no such manifest (make writes it with the graders)" >&2; exit 2; }
 only=" $* "
 
 rows=()
-while IFS=$'\t' read -r kind chapter name backend binary; do
-    [[ $kind == kind ]] && continue
+while IFS=$'\t' read -r program kind chapter name backend binary; do
+    [[ $program == grade && $backend == "$want" ]] || continue
     [[ $# -eq 0 || $only == *" $chapter "* ]] || continue
+    [[ " ${JUDGE_KINDS:-solution starter mutant} " == *" $kind "* ]] || continue
     rows+=("$kind"$'\t'"$chapter"$'\t'"$name"$'\t'"$backend"$'\t'"$binary")
 done < "$manifest"
 if ((${#rows[@]} == 0)); then
-    echo "judge: nothing to judge in $manifest${*:+ for $*}" >&2
+    echo "judge: nothing to judge in $manifest for $want${*:+, $*}" >&2
     exit 2
 fi
 
 jobs=${JUDGE_JOBS:-}
 if [[ -z $jobs ]]; then
-    case ${rows[0]} in
-        *$'\t'cuda$'\t'*) jobs=1 ;;
-        *) jobs=$(nproc 2>/dev/null || echo 1) ;;
-    esac
+    [[ $want == cuda ]] && jobs=1 || jobs=$(nproc 2>/dev/null || echo 1)
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 [[ -n ${JUDGE_LOG:-} ]] && mkdir -p "$JUDGE_LOG"
 
-run_one() { # run_one INDEX BINARY: output and exit status into $tmp/INDEX.{out,rc}
-    local rc
+run_one() { # run_one INDEX BINARY: output, exit status and seconds into $tmp/INDEX.{out,rc,s}
+    local rc t0=$SECONDS
+    if [[ ! -x $2 ]]; then # a grader the manifest names but make did not build
+        echo "judge: $2 is not built (make builds it)" > "$tmp/$1.out"; echo 127 > "$tmp/$1.rc"
+        return
+    fi
     if [[ -n ${JUDGE_TIMEOUT:-} ]]; then
         timeout "$JUDGE_TIMEOUT" "$2" > "$tmp/$1.out" 2>&1; rc=$?
     else
         "$2" > "$tmp/$1.out" 2>&1; rc=$?
     fi
     echo "$rc" > "$tmp/$1.rc"
+    echo $((SECONDS - t0)) > "$tmp/$1.s"
 }
 
 symptom_of() { # symptom_of PATCH BACKEND: the regex the output must match, or ""
@@ -112,10 +112,12 @@ verdict() { # verdict INDEX: judge row INDEX from its output
         *)
             line="$binary: unknown kind '$kind' in $manifest" ;;
     esac
+    local secs
+    secs=$(cat "$tmp/$1.s" 2>/dev/null)
     if ((ok)); then
-        echo "ok    $line"; passed=$((passed + 1))
+        echo "ok    [${secs:-?} s] $line"; passed=$((passed + 1))
     else
-        echo "$out"; echo "FAIL  $line"; failed=$((failed + 1))
+        echo "$out"; echo "FAIL  [${secs:-?} s] $line"; failed=$((failed + 1))
     fi
 }
 

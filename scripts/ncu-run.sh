@@ -7,7 +7,7 @@
 #                                        /opt/nvidia/nsight-compute/*/ncu; exit 1, saying so,
 #                                        when there is none
 #   scripts/ncu-run.sh DRIVER RUNG CSV   runs `DRIVER --run RUNG` (a profile driver built for the
-#                                        GPU: build/cuda/SIDE/NN/profile) under ncu with the
+#                                        GPU, found in build/programs.tsv) under ncu with the
 #                                        metrics below, writes the report (CSV with .ncu-rep for
 #                                        .csv: open it in Nsight Compute's GUI) and ncu's log
 #                                        (.log), then CSV itself: the report as `--csv --page raw

@@ -73,6 +73,8 @@ rungs_of() {
     done
 }
 
+# shellcheck source=scripts/programs.sh
+source scripts/programs.sh
 status=0 ran=0
 for c in ${CHAPTERS:-}; do
     if [[ " ${PROFILE_CHAPTERS:-} " != *" $c "* ]]; then
@@ -80,11 +82,7 @@ for c in ${CHAPTERS:-}; do
             echo "profile: $c has no profile driver (chapters 01-04 have one)" >&2
         continue
     fi
-    if [[ $backend == emu ]]; then
-        bin=build/emu-prof/$side/$c/profile
-    else
-        bin=build/cuda/$side/$c/profile
-    fi
+    bin=$(program_path profile "$(side_kind "$side")" "$c" - "$backend")
     if ! $make_ --no-print-directory -s "$bin" || [[ ! -x $bin ]]; then
         echo "profile: $c ($side) does not build$([[ ${NO_BUILD:-0} == 1 ]] && echo ": NO_BUILD=1, and there is no $bin")" >&2
         status=1

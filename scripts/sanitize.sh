@@ -21,7 +21,7 @@
 #                     --log-file LOG [--leak-check full] [--kernel-name-exclude EXCLUDE] GRADER
 # with --leak-check full for memcheck, and --kernel-name-exclude for racecheck and initcheck.
 # On the CPU backend there is no compute-sanitizer: the grader is linked with its kernels built
-# by the emu's instrumented build (build/emu/sanitize/..., harness/emu/README.md, "Out-of-bounds
+# by the emu's instrumented build (program "sanitize" in build/programs.tsv; harness/emu/README.md, "Out-of-bounds
 # accesses"), which checks every global and shared access before it happens and reports the
 # first bad one with kernel, thread and line; with the emu's barrier checks that gives the rows
 # memcheck (bounds only) and synccheck. racecheck, initcheck and the leak check need a GPU:
@@ -33,8 +33,8 @@
 #                      or /usr/local/cuda)
 #   SANITIZE_TIMEOUT   seconds one tool's run may take (default 900)
 #   SANITIZE_PREBUILT  1: build nothing and ask no probe, run what is there (gpu-run.sh)
-#   SANITIZE_BUILD     where the GPU's graders are (default build/cuda; a dry run points it at
-#                      build/emu and SANITIZER at a stand-in, as tests/sanitize.sh does)
+#   SANITIZE_ROWS      whose graders stand for the GPU's in the manifest (default cuda; a dry run
+#                      sets emu and SANITIZER to a stand-in, as tests/sanitize.sh does)
 #   PROBE              with SANITIZE_PREBUILT=1, what names the device for the record (default
 #                      build/cuda/probe)
 #   SANITIZE_OUT       where each run's log and grader output go (default build/sanitize)
@@ -160,16 +160,21 @@ if [[ $backend == cuda ]]; then
         exit 1
     fi
 fi
-build=${SANITIZE_BUILD:-build/cuda}
+# shellcheck source=scripts/programs.sh
+source scripts/programs.sh
+# the graders a GPU run takes: the manifest's cuda ones (SANITIZE_ROWS=emu: the CPU backend's,
+# for a dry run of the GPU side without a GPU)
+rows=${SANITIZE_ROWS:-cuda}
 
-# the grader of chapter $1: its path, for this backend
+# the grader of chapter $1: its path, for this backend (empty when the manifest has none)
 grader() {
-    local c=$1
+    local c=$1 kind name=-
+    kind=$(side_kind "$side")
+    [[ -n $mutant ]] && kind=mutant name=$mutant
     if [[ $backend == emu ]]; then
-        [[ -n $mutant ]] && echo "build/emu/sanitize/mutants/$c/$mutant/grade" ||
-            echo "build/emu/sanitize/$side/$c/grade"
+        program_path sanitize "$kind" "$c" "$name" emu
     else
-        [[ -n $mutant ]] && echo "$build/mutants/$c/$mutant/grade" || echo "$build/$side/$c/grade"
+        program_path grade "$kind" "$c" "$name" "$rows"
     fi
 }
 # What the CPU backend's instrumented run of a chapter leaves out, where it must: chapter 05's

@@ -60,8 +60,8 @@ checks() { # checks NAME COMMAND...: a Check program; its own tests are tallied 
 # verdicts are tallied one by one
 judged() {
     local b=$1 out tally
-    $make_ --no-print-directory -s build/$b/graders.tsv
-    out=$(scripts/judge.sh build/$b/graders.tsv | tee /dev/stderr)
+    $make_ --no-print-directory -s build/programs.tsv
+    out=$(scripts/judge.sh "$b" | tee /dev/stderr)
     tally=$(tail -n 1 <<<"$out")
     if [[ $tally =~ ^judge:\ ([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
         passed=$((passed + BASH_REMATCH[1])); failed=$((failed + BASH_REMATCH[2]))

@@ -32,7 +32,9 @@ else
     fail "ncu-table.awk: the raw layout's table differs:"; cat "$tmp/diff"
 fi
 # the model's total lines for the same rungs: the same words and numbers
-model=build/emu-prof/solutions/$ch/profile
+# shellcheck source=scripts/programs.sh
+source scripts/programs.sh
+model=$(program_path profile solution "$ch" - emu)
 if [[ -x $model ]]; then
     for r in naive tiled; do
         KERNEL=$r "$model" | grep '^    total:'

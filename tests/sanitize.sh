@@ -78,12 +78,10 @@ expect "racecheck and initcheck say they need a GPU, and alone check nothing" no
 
 echo
 echo "-- a dry run of the GPU side, with a stand-in for compute-sanitizer"
-dry=(env SANITIZER=$fake SANITIZE_PREBUILT=1 SANITIZE_BUILD=build/emu BACKEND=cuda
+dry=(env SANITIZER=$fake SANITIZE_PREBUILT=1 SANITIZE_ROWS=emu BACKEND=cuda
      SANITIZE_OUT=$tmp/logs SIDE=solutions CHAPTERS=02-coalesced-transpose MUTANT=)
 $make_ --no-print-directory -s B=emu SIDES=solutions \
-    CHAPTERS="01-naive-matmul 02-coalesced-transpose" graders \
-    build/emu/mutants/02-coalesced-transpose/no-write-bounds-check/grade \
-    build/emu/mutants/01-naive-matmul/no-bounds-check/grade >/dev/null ||
+    CHAPTERS="01-naive-matmul 02-coalesced-transpose" graders mutants >/dev/null ||
     bad "the CPU backend's graders of chapters 01 and 02 do not build"
 expect "every tool clean: exit 0" 0 '^  memcheck +clean ' '^  initcheck +clean ' \
     'no errors; rows in' -- "${dry[@]}" scripts/sanitize.sh --record "$tmp/clean.tsv"
@@ -112,7 +110,7 @@ expect "the canary missed is a failure" 1 '^  memcheck +MISSED ' \
     -- "${dry[@]}" TOOLS=memcheck MUTANT=no-write-bounds-check \
     scripts/sanitize.sh --record "$tmp/missed.tsv"
 expect "a grader that is not built is not clean" 1 '^  memcheck +not built ' \
-    -- "${dry[@]}" SANITIZE_BUILD="$tmp/none" TOOLS=memcheck scripts/sanitize.sh
+    -- "${dry[@]}" PROGRAMS="$tmp/none.tsv" TOOLS=memcheck scripts/sanitize.sh
 expect "no compute-sanitizer: an error that says where it comes from" 1 'CUDA Toolkit' \
     -- env SANITIZER= PATH=/usr/bin:/bin CUDA_HOME="$tmp/none" SANITIZE_PREBUILT=1 \
     BACKEND=cuda CHAPTERS=02-coalesced-transpose scripts/sanitize.sh
@@ -122,7 +120,7 @@ printf '#!/bin/sh\necho "stand-in GPU (compute capability 9.0, 132 SMs, 0.0, dry
 chmod +x "$tmp/probe"
 expect "scripts/gpu-run.sh SANITIZE=only: a step per tool, then the canary" 0 \
     '02-coalesced-transpose sanitize initcheck: exit 0' 'sanitize canary.*: exit 0' \
-    -- env PROBE="$tmp/probe" SANITIZER=$fake SANITIZE_BUILD=build/emu \
+    -- env PROBE="$tmp/probe" SANITIZER=$fake SANITIZE_ROWS=emu \
     FAKE_SANITIZER_ERRORS=memcheck CHAPTERS=02-coalesced-transpose SANITIZE=only \
     STEP_TIMEOUT=120 scripts/gpu-run.sh "$tmp/gpu-run"
 # the stand-in reports memcheck errors for every run: the solution's row says errors, the

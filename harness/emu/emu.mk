@@ -1,5 +1,5 @@
 # harness/emu/emu.mk: the emu backend's build, included by the top-level Makefile
-# (-include harness/emu/emu.mk) and usable alone: make -f harness/emu/emu.mk emu-test
+# (include harness/emu/emu.mk) and usable alone: make -f harness/emu/emu.mk emu-test
 #
 # Defines, for the Makefile:
 #   EMU_CPPFLAGS   flags for C or C++ code compiled against the emu's CUDA headers
@@ -57,12 +57,15 @@ $(EMU_BUILD)/%.o: %.cu $(EMU_REWRITE) $(EMU_HEADERS) $(EMU_DIR)/emu.mk
 	    -include cuda_runtime.h -MMD -MP -MT $@ -MF $(EMU_BUILD)/$*.d \
 	    -c $(EMU_BUILD)/$*.emu.cpp -o $@
 
+# (the top-level Makefile includes every build/**/*.d itself)
+ifndef EMU_INCLUDED_BY_TOP
 -include $(shell find $(EMU_BUILD) -name '*.d' 2>/dev/null)
+endif
 
 # The emulator's own tests: a Check suite in C (the runtime API from gcc-compiled code) over
 # kernels in tests/emu_kernels.cu. Check links statically, as for every grader.
 EMU_TEST_BIN := $(EMU_BUILD)/tests/emu
-EMU_CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
+EMU_CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
 
 $(EMU_BUILD)/tests/emu.o: tests/emu.c tests/capture.h tests/emu_kernels.h $(EMU_HEADERS)
 	@mkdir -p $(dir $@)
@@ -120,7 +123,9 @@ $(EMU_PROF_BUILD)/%.o: %.cu $(EMU_REWRITE) $(EMU_HEADERS) $(EMU_DIR)/emu.mk
 	    -include cuda_runtime.h -MMD -MP -MT $@ -MF $(EMU_PROF_BUILD)/$*.d \
 	    -c $(EMU_PROF_BUILD)/$*.emu.cpp -o $@
 
+ifndef EMU_INCLUDED_BY_TOP
 -include $(shell find $(EMU_PROF_BUILD) -name '*.d' 2>/dev/null)
+endif
 
 # The profiler's own tests: planted kernels (tests/emu_profile_kernels.cu) whose numbers are
 # known, built instrumented; a Check suite in C asks the runtime for each launch's totals.

@@ -2,8 +2,8 @@
 # fake-ncu.sh: a stand-in for Nsight Compute's ncu, for tests/ncu_table.sh's dry run of
 # `make profile BACKEND=cuda` and `make calibrate` on a machine without a GPU. It accepts the
 # command lines scripts/ncu-run.sh gives ncu and answers in ncu's formats, with numbers that are
-# NOT measured: for `ncu ... --export R.ncu-rep ... build/cuda/X/profile --run RUNG` it runs the
-# CPU backend's model of the same rung (build/emu-prof/X/profile --tsv RUNG) and writes, as
+# NOT measured: for `ncu ... --export R.ncu-rep ... DRIVER --run RUNG` it runs the
+# CPU backend's model of the same rung (the emu profile driver of the same side, --tsv RUNG) and writes, as
 # "the report", that row in the layout of `ncu --import R --csv --page raw` (thousands
 # separators, NVIDIA's spelling of template arguments: "<(int)4, (bool)1>"), one launch per
 # kernel (the counts all on the first); `--import R ...` prints it back. So a dry run's
@@ -35,7 +35,10 @@ for m in smsp__warps_launched.sum l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum
          smsp__sass_branch_targets_threads_divergent.sum; do
     [[ ,$metrics, == *",$m,"* ]] || { echo "==ERROR== fake-ncu: $m was not asked for" >&2; exit 2; }
 done
-model=${driver/build\/cuda\//build/emu-prof/}
+# the CPU backend's model of the same rung: the twin of the driver in the manifest
+# shellcheck source=scripts/programs.sh
+source "$(dirname "$0")/../../scripts/programs.sh"
+model=$(program_twin "$driver" emu)
 echo "==PROF== Connected to process $$ ($driver)"
 echo "== rung $rung (the stand-in ncu ran the CPU model: $model)"
 EMU_PROFILE_QUIET=1 "$model" --tsv "$rung" | awk -F'\t' -v OFS=',' '
