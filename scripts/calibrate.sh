@@ -40,7 +40,7 @@ missing=
 for c in $chapters; do
     for b in emu cuda; do
         p=$(program_path profile solution "$c" - "$b")
-        [[ -n $p && -x $p ]] || missing+=" ${p:-$c's $b profile driver}"
+        [[ -n $p && -x $p ]] || missing+=" ${p:-the $b profile driver of $c}"
     done
 done
 if [[ -n $missing ]]; then
