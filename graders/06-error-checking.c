@@ -24,6 +24,9 @@
 #include "cuda_check.h"
 #include "grade.h"
 #include "pipeline.h"
+#ifdef HARNESS_EMU
+#include <emu_memory.h>
+#endif
 
 #define CHAPTER "06-error-checking"
 #define ITERS 25                        /* iterations of every correctness and fault run */
@@ -133,50 +136,22 @@ static size_t free_bytes(void)
     return f;
 }
 
-/* On the CPU backend, after a sticky error cudaMemGetInfo answers with the error, as a GPU
- * does; but the emulator's allocations are host mappings, so they can be counted: each live
- * cudaMalloc of `bytes` is a read-write anonymous mapping of `bytes` rounded up to pages
- * between two PROT_NONE guards (harness/emu/src/memory.cpp); a freed one is PROT_NONE whole.
- * Returns how many there are, or -1 when /proc/self/maps cannot be read. */
-static int emu_live_buffers(size_t bytes)
-{
-    size_t want = (bytes + 15) / 16 * 16;
-    want = (want + 4095) / 4096 * 4096;
-    FILE *f = fopen("/proc/self/maps", "r");
-    if (!f)
-        return -1;
-    char line[512], perm[3][8] = { "", "", "" };
-    unsigned long lo[3] = { 0 }, hi[3] = { 0 }, ino[3] = { 0 };
-    int count = 0, have = 0;
-    while (fgets(line, sizeof line, f)) {
-        /* a window of three consecutive mappings: guard, buffer, guard */
-        memmove(perm[0], perm[1], 2 * sizeof perm[0]);
-        memmove(lo, lo + 1, 2 * sizeof lo[0]);
-        memmove(hi, hi + 1, 2 * sizeof hi[0]);
-        memmove(ino, ino + 1, 2 * sizeof ino[0]);
-        if (sscanf(line, "%lx-%lx %7s %*s %*s %lu", &lo[2], &hi[2], perm[2], &ino[2]) != 4)
-            continue;
-        if (++have < 3)
-            continue;
-        if (strcmp(perm[1], "rw-p") == 0 && ino[1] == 0 && hi[1] - lo[1] == want &&
-            strcmp(perm[0], "---p") == 0 && hi[0] == lo[1] && strcmp(perm[2], "---p") == 0 &&
-            lo[2] == hi[1])
-            count++;
-    }
-    fclose(f);
-    return count;
-}
-
 struct memory {
     size_t free;    /* cudaMemGetInfo's free bytes, 0 when it failed */
-    int buffers;    /* emu: live allocations of the pipeline's buffer size */
+    int buffers;    /* emu: live allocations of the pipeline's buffer size; -1 on a GPU */
 };
 
+/* On the CPU backend, after a sticky error cudaMemGetInfo answers with the error, as a GPU
+ * does; but the emulator's allocator can be asked how many allocations of a size are live,
+ * in every state (harness/emu/include/emu_memory.h). */
 static struct memory memory_now(size_t buffer_bytes)
 {
     struct memory m = { free_bytes(), -1 };
-    if (!gpu_times_are_real())
-        m.buffers = emu_live_buffers(buffer_bytes);
+#ifdef HARNESS_EMU
+    m.buffers = emu_live_allocations(buffer_bytes);
+#else
+    (void)buffer_bytes;
+#endif
     return m;
 }
 
@@ -184,7 +159,7 @@ static struct memory memory_now(size_t buffer_bytes)
 static void check_leak(int slot, struct memory before, size_t buffer_bytes, const char *what)
 {
     struct memory after = memory_now(buffer_bytes);
-    if (!gpu_times_are_real() && before.buffers >= 0 && after.buffers >= 0) {
+    if (before.buffers >= 0 && after.buffers >= 0) {
         if (after.buffers > before.buffers) {
             grade_hint(slot, "every path out of run_pipeline must pass through the cleanup "
                              "label and free d_a and d_b (and destroy the stream), the failing "
