@@ -193,6 +193,20 @@ static void describe(const struct loop_report *r, char *buf, size_t len)
              r->sync_every);
 }
 
+/* One graded run of run_pipeline: the device memory just before it into *before (for
+ * check_leak; NULL when this run's memory is not checked), the report zeroed, the run, and its
+ * report described into desc. Returns what run_pipeline returned. */
+static cudaError_t run_described(struct problem *p, size_t buffer_bytes, struct memory *before,
+                                 struct loop_report *rep, char *desc, size_t len)
+{
+    if (before)
+        *before = memory_now(buffer_bytes);
+    memset(rep, 0, sizeof *rep);
+    cudaError_t ret = run_pipeline(&p->spec, rep);
+    describe(rep, desc, len);
+    return ret;
+}
+
 /* ---- the macro ----------------------------------------------------------------------------- */
 
 static int ends_with(const char *s, const char *tail)
@@ -262,12 +276,10 @@ START_TEST(correct)
     for (int round = 0; round < 2; round++) {
         const char *what = round == 0 ? "run_pipeline" : "run_pipeline, second run";
         problem_fill(&p, &r);
-        struct memory before = memory_now(bytes);
+        struct memory before;
         struct loop_report rep;
-        memset(&rep, 0, sizeof rep);
-        cudaError_t ret = run_pipeline(&p.spec, &rep);
         char desc[512];
-        describe(&rep, desc, sizeof desc);
+        cudaError_t ret = run_described(&p, bytes, &before, &rep, desc, sizeof desc);
         if (ret == cudaErrorNotYetImplemented) {
             grade_hint(slot, "run_pipeline in pipeline.cu is still the TODO: allocate, loop, "
                              "check, synchronise, copy back, clean up");
@@ -341,12 +353,10 @@ START_TEST(faults)
                  (struct fault){ fc.kind, fc.iteration, fc.stage });
     problem_fill(&p, &r);
     warm_up();
-    struct memory before = memory_now(bytes);
+    struct memory before;
     struct loop_report rep;
-    memset(&rep, 0, sizeof rep);
-    cudaError_t ret = run_pipeline(&p.spec, &rep);
     char desc[512];
-    describe(&rep, desc, sizeof desc);
+    cudaError_t ret = run_described(&p, bytes, &before, &rep, desc, sizeof desc);
     const char *kernel = PIPELINE_STAGES[fc.stage].name;
 
     if (ret == cudaErrorNotYetImplemented) {
@@ -441,9 +451,7 @@ START_TEST(faults)
     problem_init(&q, 4097, 5, 1, (struct fault){ FAULT_NONE, 0, 0 });
     problem_fill(&q, &r);
     struct loop_report rep2;
-    memset(&rep2, 0, sizeof rep2);
-    cudaError_t again = run_pipeline(&q.spec, &rep2);
-    describe(&rep2, desc, sizeof desc);
+    cudaError_t again = run_described(&q, 0, NULL, &rep2, desc, sizeof desc);
     ck_assert_msg(again == cudaSuccess, "after the invalid configuration, a fresh run with no "
                   "fault returned %s (%s): the device should still work", err_name(again), desc);
     char cmp[512];
