@@ -136,6 +136,7 @@ int gpu_probe(struct device_info *info, char *why, size_t why_len)
             }
         fclose(f);
     }
+    snprintf(info->driver_module, sizeof info->driver_module, "%s", module);
     snprintf(info->driver, sizeof info->driver, "%s%sCUDA driver %d.%d, runtime %d.%d", module,
              module[0] ? ", " : "", info->driver_version / 1000,
              info->driver_version % 1000 / 10, info->runtime_version / 1000,
