@@ -31,9 +31,9 @@
 #define CHAPTER "06-error-checking"
 #define ITERS 25                        /* iterations of every correctness and fault run */
 #define GPU_BIG_N (1 << 24)             /* 64 MiB a buffer: a leak of one is unmistakable */
-#define CPU_BIG_N 40009                 /* a prime; ~3 ms a launch on the CPU backend */
+#define CPU_BIG_N 40009                 /* a prime, small enough for the CPU backend */
 #define GPU_LEAK_SLACK ((size_t)1 << 20) /* what the CUDA context itself may move, 1 MiB */
-#define SPEED_N (1 << 23)               /* 32 MiB a buffer: each kernel ~27 us on an H200 */
+#define SPEED_N (1 << 23)               /* 32 MiB a buffer: kernels long against a launch */
 #define SPEED_ITERS 1000
 #define SPEED_REPS 7
 #define NEEDS_RATIO 1.05

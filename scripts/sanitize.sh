@@ -178,8 +178,8 @@ grader() {
     fi
 }
 # What the CPU backend's instrumented run of a chapter leaves out, where it must: chapter 05's
-# tensor-core emulation costs about 20 us a multiply-add there (every lane of a warp computes
-# each 16x16x16 product, and each of its accesses is checked), so only the correctness test of
+# tensor-core emulation is slow there (every lane of a warp computes each 16x16x16 product,
+# and each of its accesses is checked), so only the correctness test of
 # the learner's kernel runs, on shapes up to 1e6 multiply-adds; the other rungs: on a GPU.
 emu_limits() {
     case $1 in
