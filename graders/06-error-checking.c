@@ -24,13 +24,16 @@
 #include "cuda_check.h"
 #include "grade.h"
 #include "pipeline.h"
+#ifdef HARNESS_EMU
+#include <emu_memory.h>
+#endif
 
 #define CHAPTER "06-error-checking"
 #define ITERS 25                        /* iterations of every correctness and fault run */
 #define GPU_BIG_N (1 << 24)             /* 64 MiB a buffer: a leak of one is unmistakable */
-#define CPU_BIG_N 40009                 /* a prime; ~3 ms a launch on the CPU backend */
+#define CPU_BIG_N 40009                 /* a prime, small enough for the CPU backend */
 #define GPU_LEAK_SLACK ((size_t)1 << 20) /* what the CUDA context itself may move, 1 MiB */
-#define SPEED_N (1 << 23)               /* 32 MiB a buffer: each kernel ~27 us on an H200 */
+#define SPEED_N (1 << 23)               /* 32 MiB a buffer: kernels long against a launch */
 #define SPEED_ITERS 1000
 #define SPEED_REPS 7
 #define NEEDS_RATIO 1.05
@@ -133,50 +136,22 @@ static size_t free_bytes(void)
     return f;
 }
 
-/* On the CPU backend, after a sticky error cudaMemGetInfo answers with the error, as a GPU
- * does; but the emulator's allocations are host mappings, so they can be counted: each live
- * cudaMalloc of `bytes` is a read-write anonymous mapping of `bytes` rounded up to pages
- * between two PROT_NONE guards (harness/emu/src/memory.cpp); a freed one is PROT_NONE whole.
- * Returns how many there are, or -1 when /proc/self/maps cannot be read. */
-static int emu_live_buffers(size_t bytes)
-{
-    size_t want = (bytes + 15) / 16 * 16;
-    want = (want + 4095) / 4096 * 4096;
-    FILE *f = fopen("/proc/self/maps", "r");
-    if (!f)
-        return -1;
-    char line[512], perm[3][8] = { "", "", "" };
-    unsigned long lo[3] = { 0 }, hi[3] = { 0 }, ino[3] = { 0 };
-    int count = 0, have = 0;
-    while (fgets(line, sizeof line, f)) {
-        /* a window of three consecutive mappings: guard, buffer, guard */
-        memmove(perm[0], perm[1], 2 * sizeof perm[0]);
-        memmove(lo, lo + 1, 2 * sizeof lo[0]);
-        memmove(hi, hi + 1, 2 * sizeof hi[0]);
-        memmove(ino, ino + 1, 2 * sizeof ino[0]);
-        if (sscanf(line, "%lx-%lx %7s %*s %*s %lu", &lo[2], &hi[2], perm[2], &ino[2]) != 4)
-            continue;
-        if (++have < 3)
-            continue;
-        if (strcmp(perm[1], "rw-p") == 0 && ino[1] == 0 && hi[1] - lo[1] == want &&
-            strcmp(perm[0], "---p") == 0 && hi[0] == lo[1] && strcmp(perm[2], "---p") == 0 &&
-            lo[2] == hi[1])
-            count++;
-    }
-    fclose(f);
-    return count;
-}
-
 struct memory {
     size_t free;    /* cudaMemGetInfo's free bytes, 0 when it failed */
-    int buffers;    /* emu: live allocations of the pipeline's buffer size */
+    int buffers;    /* emu: live allocations of the pipeline's buffer size; -1 on a GPU */
 };
 
+/* On the CPU backend, after a sticky error cudaMemGetInfo answers with the error, as a GPU
+ * does; but the emulator's allocator can be asked how many allocations of a size are live,
+ * in every state (harness/emu/include/emu_memory.h). */
 static struct memory memory_now(size_t buffer_bytes)
 {
     struct memory m = { free_bytes(), -1 };
-    if (!gpu_times_are_real())
-        m.buffers = emu_live_buffers(buffer_bytes);
+#ifdef HARNESS_EMU
+    m.buffers = emu_live_allocations(buffer_bytes);
+#else
+    (void)buffer_bytes;
+#endif
     return m;
 }
 
@@ -184,7 +159,7 @@ static struct memory memory_now(size_t buffer_bytes)
 static void check_leak(int slot, struct memory before, size_t buffer_bytes, const char *what)
 {
     struct memory after = memory_now(buffer_bytes);
-    if (!gpu_times_are_real() && before.buffers >= 0 && after.buffers >= 0) {
+    if (before.buffers >= 0 && after.buffers >= 0) {
         if (after.buffers > before.buffers) {
             grade_hint(slot, "every path out of run_pipeline must pass through the cleanup "
                              "label and free d_a and d_b (and destroy the stream), the failing "
@@ -216,6 +191,20 @@ static void describe(const struct loop_report *r, char *buf, size_t len)
              r->failure.call ? r->failure.call : "(no call)", err_name(r->failure.err),
              r->first_possible, r->detected, r->stage, r->device_lost ? "lost" : "usable",
              r->sync_every);
+}
+
+/* One graded run of run_pipeline: the device memory just before it into *before (for
+ * check_leak; NULL when this run's memory is not checked), the report zeroed, the run, and its
+ * report described into desc. Returns what run_pipeline returned. */
+static cudaError_t run_described(struct problem *p, size_t buffer_bytes, struct memory *before,
+                                 struct loop_report *rep, char *desc, size_t len)
+{
+    if (before)
+        *before = memory_now(buffer_bytes);
+    memset(rep, 0, sizeof *rep);
+    cudaError_t ret = run_pipeline(&p->spec, rep);
+    describe(rep, desc, len);
+    return ret;
 }
 
 /* ---- the macro ----------------------------------------------------------------------------- */
@@ -287,12 +276,10 @@ START_TEST(correct)
     for (int round = 0; round < 2; round++) {
         const char *what = round == 0 ? "run_pipeline" : "run_pipeline, second run";
         problem_fill(&p, &r);
-        struct memory before = memory_now(bytes);
+        struct memory before;
         struct loop_report rep;
-        memset(&rep, 0, sizeof rep);
-        cudaError_t ret = run_pipeline(&p.spec, &rep);
         char desc[512];
-        describe(&rep, desc, sizeof desc);
+        cudaError_t ret = run_described(&p, bytes, &before, &rep, desc, sizeof desc);
         if (ret == cudaErrorNotYetImplemented) {
             grade_hint(slot, "run_pipeline in pipeline.cu is still the TODO: allocate, loop, "
                              "check, synchronise, copy back, clean up");
@@ -366,12 +353,10 @@ START_TEST(faults)
                  (struct fault){ fc.kind, fc.iteration, fc.stage });
     problem_fill(&p, &r);
     warm_up();
-    struct memory before = memory_now(bytes);
+    struct memory before;
     struct loop_report rep;
-    memset(&rep, 0, sizeof rep);
-    cudaError_t ret = run_pipeline(&p.spec, &rep);
     char desc[512];
-    describe(&rep, desc, sizeof desc);
+    cudaError_t ret = run_described(&p, bytes, &before, &rep, desc, sizeof desc);
     const char *kernel = PIPELINE_STAGES[fc.stage].name;
 
     if (ret == cudaErrorNotYetImplemented) {
@@ -466,9 +451,7 @@ START_TEST(faults)
     problem_init(&q, 4097, 5, 1, (struct fault){ FAULT_NONE, 0, 0 });
     problem_fill(&q, &r);
     struct loop_report rep2;
-    memset(&rep2, 0, sizeof rep2);
-    cudaError_t again = run_pipeline(&q.spec, &rep2);
-    describe(&rep2, desc, sizeof desc);
+    cudaError_t again = run_described(&q, 0, NULL, &rep2, desc, sizeof desc);
     ck_assert_msg(again == cudaSuccess, "after the invalid configuration, a fresh run with no "
                   "fault returned %s (%s): the device should still work", err_name(again), desc);
     char cmp[512];

@@ -57,6 +57,34 @@ int gpu_shuffle_schedule(unsigned long long seed)
 #endif
 }
 
+/* Why cudaGetDeviceCount found no GPU, as a learner needs it: the runtime's own sentence for
+ * the commonest case ("CUDA driver version is insufficient for CUDA runtime version") says the
+ * same whether there is no driver at all or an old one. cudaDriverGetVersion tells them apart
+ * (0: no driver). The runtime's name for the error follows in parentheses. */
+static void no_device_reason(cudaError_t err, char *why, size_t why_len)
+{
+    const char *name = cudaGetErrorName(err);
+    int driver = 0, runtime = 0;
+    switch (err) {
+    case cudaErrorInsufficientDriver:
+        if (cudaDriverGetVersion(&driver) != cudaSuccess || driver == 0) {
+            snprintf(why, why_len, "no NVIDIA driver on this machine (%s)", name);
+            return;
+        }
+        cudaRuntimeGetVersion(&runtime);
+        snprintf(why, why_len, "the NVIDIA driver supports CUDA %d.%d, older than this program's "
+                 "CUDA runtime %d.%d: update the driver (%s)", driver / 1000, driver % 1000 / 10,
+                 runtime / 1000, runtime % 1000 / 10, name);
+        return;
+    case cudaErrorNoDevice:
+        snprintf(why, why_len, "no CUDA device on this machine (%s)", name);
+        return;
+    default:
+        snprintf(why, why_len, "%s (%s)", cudaGetErrorString(err), name);
+        return;
+    }
+}
+
 int gpu_probe(struct device_info *info, char *why, size_t why_len)
 {
     memset(info, 0, sizeof *info);
@@ -64,11 +92,11 @@ int gpu_probe(struct device_info *info, char *why, size_t why_len)
     int count = 0;
     cudaError_t err = cudaGetDeviceCount(&count);
     if (err != cudaSuccess) {
-        snprintf(why, why_len, "%s (%s)", cudaGetErrorString(err), cudaGetErrorName(err));
+        no_device_reason(err, why, why_len);
         return -1;
     }
     if (count == 0) {
-        snprintf(why, why_len, "the driver answered but lists no device");
+        snprintf(why, why_len, "no CUDA device on this machine (the driver lists none)");
         return -1;
     }
     struct cudaDeviceProp p;
@@ -108,6 +136,7 @@ int gpu_probe(struct device_info *info, char *why, size_t why_len)
             }
         fclose(f);
     }
+    snprintf(info->driver_module, sizeof info->driver_module, "%s", module);
     snprintf(info->driver, sizeof info->driver, "%s%sCUDA driver %d.%d, runtime %d.%d", module,
              module[0] ? ", " : "", info->driver_version / 1000,
              info->driver_version % 1000 / 10, info->runtime_version / 1000,

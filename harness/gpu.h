@@ -27,6 +27,7 @@ struct device_info {
     int driver_version;       /* e.g. 13000; 0 on emu */
     int runtime_version;
     char driver[96];          /* "580.159.04, CUDA driver 13.0, runtime 13.0" or "CPU backend" */
+    char driver_module[32];   /* the kernel module's version, "580.159.04"; "" where unknown */
 };
 
 /* The backend this program was built for: "cuda" or "emu". */

@@ -47,7 +47,8 @@ void grader_skip(const char *title, const char *why);
 void grade_note(int slot, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* From inside a test: the hint a FAIL line shows under the message. */
 void grade_hint(int slot, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* From inside a test: the chapter line's closing words ("12.4x over uncoalesced (needs 5x)"). */
+/* From inside a test: the chapter line's closing words (the ratio and what it needs:
+ * "...x over uncoalesced (needs 5x)"). */
 void grade_summary(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* A generator for this test's inputs: the run's seed mixed with the slot, so one test's data
@@ -65,7 +66,7 @@ int grader_add_timed(Suite *s, const char *tcase, const TTest *fn, const char *t
 /* ---- quick mode, and grading under a sanitizer ----------------------------------------------
  *
  * GRADE_QUICK=1 in the environment (`make sanitize` sets it: under compute-sanitizer, and on
- * the CPU backend's instrumented build, kernels run 10 to 100 times slower): the timed tests
+ * the CPU backend's instrumented build, kernels run many times slower): the timed tests
  * are skipped (grader_add_timed says so), and so is every correctness shape whose work is over
  * GRADE_QUICK_WORK (default 1e8: elements, multiply-adds or element updates, as the grader
  * counts them): the shapes that exist to fill a GPU go, the edge shapes stay. Each grader

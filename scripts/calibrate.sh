@@ -19,6 +19,8 @@ set -uo pipefail
 out=${1:-build/results/profile-calibration.tsv}
 chapters=${PROFILE_CHAPTERS:-01-naive-matmul 02-coalesced-transpose 03-warp-divergence 04-shared-memory-tiling}
 
+# shellcheck source=scripts/probe.sh
+source scripts/probe.sh
 if [[ -n ${GPU_PROBE:-} ]]; then
     device=$($GPU_PROBE 2>&1); gpu=$?
 elif [[ -x build/cuda/probe ]]; then
@@ -49,9 +51,10 @@ if [[ -n $missing ]]; then
 fi
 
 # the header: where and when, with what
-gpu_name=${device%% (*}
-# the probe's "NAME (compute capability 9.0, 132 SMs, DRIVER)", as the benches write it
-driver=$(sed -n 's/.* SMs, \(.*\))$/\1/p' <<<"$device")
+# the probe's fields (scripts/probe.sh)
+gpu_name=$(probe_field "$device" name)
+driver=
+[[ -n $(probe_field "$device" cuda_driver) ]] && driver=$(probe_driver "$device")
 [[ -n $driver ]] || driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1)
 ncu_version=$("$ncu" --version 2>/dev/null | tail -n 1)
 model_build=$(scripts/model-build.sh "$(program_path profile solution "${chapters%% *}" - emu)")

@@ -14,7 +14,8 @@
 #                      "pair/name", or either half)
 #   NCU=path           the ncu to run (scripts/ncu-run.sh --which says which one it finds)
 #   GPU_PROBE=command  how to ask whether a GPU answers (default build/cuda/probe): its exit
-#                      status says, its output names the device
+#                      status says, its output is the probe's (harness/probe.c: a header and a
+#                      row of tab-separated fields, or why not)
 #   NO_BUILD=1         run the drivers (and the probe) as they are, build nothing: on a GPU
 #                      machine, what `make gpu-build` built on the development machine
 #                      (scripts/profile.sh can run without make: set CHAPTERS, PROFILE_CHAPTERS,
@@ -29,18 +30,23 @@ case $backend in
     *) echo "profile: BACKEND=$backend: choose auto, cuda or emu" >&2; exit 2 ;;
 esac
 
-# does a GPU answer? sets device (its name, or why not)
+# shellcheck source=scripts/probe.sh
+source scripts/probe.sh
+
+# does a GPU answer? sets device (its name and what it is, in a line, or why not)
 gpu_answers() {
-    if [[ -n ${GPU_PROBE:-} ]]; then
-        device=$($GPU_PROBE 2>&1)
-        return
+    local probe=${GPU_PROBE:-}
+    if [[ -z $probe ]]; then
+        $make_ --no-print-directory -s build/cuda/probe >/dev/null 2>&1
+        if [[ ! -x build/cuda/probe ]]; then
+            device="build/cuda/probe does not build here (make gpu-build builds it)"
+            return 1
+        fi
+        probe=build/cuda/probe
     fi
-    $make_ --no-print-directory -s build/cuda/probe >/dev/null 2>&1
-    if [[ ! -x build/cuda/probe ]]; then
-        device="build/cuda/probe does not build here (make gpu-build builds it)"
-        return 1
-    fi
-    device=$(build/cuda/probe 2>&1)
+    local out
+    out=$($probe 2>&1) || { device=$out; return 1; }
+    device=$(probe_describe "$out")
 }
 
 if [[ $backend != emu ]]; then

@@ -137,7 +137,12 @@ if [[ $prebuilt == 1 ]]; then
     [[ $backend == auto ]] && backend=cuda
     if [[ $backend == cuda ]]; then
         probe=${PROBE:-build/cuda/probe}
-        device=$($probe 2>&1) || device="(no GPU answered: $device)"
+        if probe_out=$($probe 2>&1); then
+            device=$(probe_describe "$probe_out")
+        else
+            device="(no GPU answered: $probe_out)"
+            probe_out=
+        fi
     fi
 elif ! choose_backend sanitize; then
     echo "sanitize: compute-sanitizer needs one; checking with the CPU backend's instrumented" \
@@ -178,8 +183,8 @@ grader() {
     fi
 }
 # What the CPU backend's instrumented run of a chapter leaves out, where it must: chapter 05's
-# tensor-core emulation costs about 20 us a multiply-add there (every lane of a warp computes
-# each 16x16x16 product, and each of its accesses is checked), so only the correctness test of
+# tensor-core emulation is slow there (every lane of a warp computes each 16x16x16 product,
+# and each of its accesses is checked), so only the correctness test of
 # the learner's kernel runs, on shapes up to 1e6 multiply-adds; the other rungs: on a GPU.
 emu_limits() {
     case $1 in
@@ -205,9 +210,11 @@ fi
 
 # ---- the record's header -------------------------------------------------------------------
 if [[ -n $record && ! -s $record ]]; then
-    name=${device%% (compute capability*}
-    driver=
-    [[ $device == *"SMs, "*")" ]] && { driver=${device##*SMs, }; driver=${driver%)}; }
+    name=$device driver=
+    if [[ $backend == cuda && -n ${probe_out:-} ]]; then
+        name=$(probe_field "$probe_out" name)
+        driver=$(probe_driver "$probe_out")
+    fi
     version=
     [[ -n $sanitizer ]] && version=$("$sanitizer" --version 2>&1 | grep -m1 -i '^version' || true)
     {

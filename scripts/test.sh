@@ -98,8 +98,10 @@ step "make sanitize: log summaries, the CPU backend, a dry run of the GPU side" 
 
 echo
 echo "== both directions on a GPU"
+# shellcheck source=scripts/probe.sh
+source scripts/probe.sh
 if device=$(build/cuda/probe); then
-    echo "GPU: $device"
+    echo "GPU: $(probe_describe "$device")"
     judged cuda
     step "build the isolation demo for the GPU" \
         $make_ --no-print-directory -s build/cuda/tests/isolation

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <cuda_runtime_api.h>
+#include <emu_memory.h>
 
 #include "capture.h"
 #include "emu_kernels.h"
@@ -681,6 +682,41 @@ START_TEST(device_streams_and_events)
 }
 END_TEST
 
+START_TEST(live_allocations_by_size_in_every_state)
+{
+    int all = emu_live_allocations(0);
+    size_t bytes = emu_live_bytes();
+    void *a, *b, *c;
+    float *d;
+    CK_CUDA(cudaMalloc(&a, 1000));
+    CK_CUDA(cudaMalloc(&b, 1000));
+    CK_CUDA(cudaMalloc(&c, 1001)); /* the same pages as 1000 bytes: counted apart all the same */
+    CK_CUDA(cudaMalloc((void **)&d, 64 * sizeof(float)));
+    ck_assert_int_eq(emu_live_allocations(1000), 2);
+    ck_assert_int_eq(emu_live_allocations(1001), 1);
+    ck_assert_int_eq(emu_live_allocations(999), 0);
+    ck_assert_int_eq(emu_live_allocations(0), all + 4);
+    ck_assert_uint_eq(emu_live_bytes(), bytes + 2001 + 1000 + 64 * sizeof(float));
+    void *none;
+    CK_CUDA(cudaMalloc(&none, 0)); /* no allocation */
+    ck_assert_int_eq(emu_live_allocations(0), all + 4);
+    CK_CUDA(cudaFree(a));
+    ck_assert_int_eq(emu_live_allocations(1000), 1);
+    /* after a sticky error cudaMemGetInfo answers with the error; the count still answers,
+     * and a cudaFree that returns the error has freed all the same */
+    ek_launch_out_of_bounds(d, 64, 5000);
+    CK_ERROR(cudaDeviceSynchronize(), cudaErrorIllegalAddress);
+    size_t f, t;
+    CK_ERROR(cudaMemGetInfo(&f, &t), cudaErrorIllegalAddress);
+    ck_assert_int_eq(emu_live_allocations(1000), 1);
+    CK_ERROR(cudaFree(b), cudaErrorIllegalAddress);
+    ck_assert_int_eq(emu_live_allocations(1000), 0);
+    ck_assert_int_eq(emu_live_allocations(1001), 1);
+    ck_assert_int_eq(emu_live_allocations(0), all + 2);
+    ck_assert_uint_eq(emu_live_bytes(), bytes + 1001 + 64 * sizeof(float));
+}
+END_TEST
+
 static Suite *emu_suite(void)
 {
     Suite *s = suite_create("emu");
@@ -725,6 +761,7 @@ static Suite *emu_suite(void)
         {"errors", stack_overflow_names_the_thread_and_the_remedy},
         {"errors", copies_check_their_pointers},
         {"runtime", device_streams_and_events},
+        {"runtime", live_allocations_by_size_in_every_state},
     };
     const char *cases[] = {"barriers", "races", "warps", "atomics", "shared", "grids",
                            "groups", "errors", "runtime"};

@@ -16,7 +16,7 @@
  *                      verdict must already be in its results file
  *
  * The suite's parent process touches no CUDA (the demo is another process), as a grader's must
- * not before its tests fork. Takes about 3 s, most of it the 2 s timeout. */
+ * not before its tests fork. Most of its time is the 2 s timeout. */
 #define _GNU_SOURCE
 #include <signal.h>
 #include <stdio.h>

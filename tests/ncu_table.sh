@@ -71,7 +71,12 @@ else
 fi
 
 # ---- 2. dry runs with a stand-in ncu and GPU ----------------------------------------------
-export GPU_PROBE="echo Stand-in GPU (compute capability 9.0, 132 SMs, 0.0 not a driver)"
+# the stand-in GPU answers as build/cuda/probe does: a header line and a row of tab-separated
+# fields (harness/probe.c)
+printf '#!/bin/sh\nprintf "name\\tcc\\tsms\\tdriver\\tcuda_driver\\truntime\\tmemory_mib\\tl2_kib\\n"\nprintf "Stand-in GPU\\t9.0\\t132\\tnot-a-driver\\t0.0\\t0.0\\t0\\t0\\n"\n' \
+    > "$tmp/probe"
+chmod +x "$tmp/probe"
+export GPU_PROBE=$tmp/probe
 out=$(NCU=$fake $make_ --no-print-directory -s profile CH=02 SOLUTIONS=1 BACKEND=cuda 2>&1); rc=$?
 kernels=$(grep -c '^  kernel void transpose_.*_kernel(' <<<"$out")
 if [[ $rc -eq 0 && $kernels -eq 6 ]] && grep -q '^# 02-coalesced-transpose (solutions), Nsight Compute on Stand-in GPU' <<<"$out"; then
@@ -98,7 +103,7 @@ NCU=$fake PROFILE_CHAPTERS=$ch scripts/calibrate.sh "$cal" > "$tmp/cal.out" 2>&1
 rows=$(grep -c "^$ch	" "$cal" 2>/dev/null)
 bad=$(awk -F'\t' -v c=$ch '$1 == c && $7 != "1.000"' "$cal" 2>/dev/null | head -n 3)
 if [[ $rc -eq 0 && $rows -eq 90 && -z $bad ]] && grep -q '^# device: Stand-in GPU$' "$cal" &&
-   grep -q '^# driver: 0.0 not a driver$' "$cal" && grep -q '^# date: ' "$cal" &&
+   grep -q '^# driver: not-a-driver, CUDA driver 0.0, runtime 0.0$' "$cal" && grep -q '^# date: ' "$cal" &&
    grep -q $'^chapter\trung\tkernel\tmetric\tmodel\tncu\tratio$' "$cal" &&
    grep -q $'^02-coalesced-transpose\tpadded\ttranspose_padded_kernel\tshared_load_wavefronts_per_request\t1.0000\t1.0000\t1.000$' "$cal"
 then

@@ -116,7 +116,9 @@ expect "no compute-sanitizer: an error that says where it comes from" 1 'CUDA To
     BACKEND=cuda CHAPTERS=02-coalesced-transpose scripts/sanitize.sh
 
 mkdir -p "$tmp/gpu-run"
-printf '#!/bin/sh\necho "stand-in GPU (compute capability 9.0, 132 SMs, 0.0, dry run)"\n' > "$tmp/probe"
+# the stand-in answers as build/cuda/probe does: a header line and a row of tab-separated fields
+printf '#!/bin/sh\nprintf "name\\tcc\\tsms\\tdriver\\tcuda_driver\\truntime\\tmemory_mib\\tl2_kib\\n"\nprintf "stand-in GPU\\t9.0\\t132\\tdry-run\\t0.0\\t0.0\\t0\\t0\\n"\n' \
+    > "$tmp/probe"
 chmod +x "$tmp/probe"
 expect "scripts/gpu-run.sh SANITIZE=only: a step per tool, then the canary" 0 \
     '02-coalesced-transpose sanitize initcheck: exit 0' 'sanitize canary.*: exit 0' \
@@ -126,7 +128,7 @@ expect "scripts/gpu-run.sh SANITIZE=only: a step per tool, then the canary" 0 \
 # the stand-in reports memcheck errors for every run: the solution's row says errors, the
 # canary's says caught
 if grep -q '^# device: stand-in GPU$' "$tmp/gpu-run/sanitize.tsv" &&
-    grep -q '^# driver: 0.0, dry run$' "$tmp/gpu-run/sanitize.tsv" &&
+    grep -q '^# driver: dry-run, CUDA driver 0.0, runtime 0.0$' "$tmp/gpu-run/sanitize.tsv" &&
     grep -q $'^02-coalesced-transpose\tsolutions\tmemcheck\t3\terrors\t' "$tmp/gpu-run/sanitize.tsv" &&
     grep -q $'^02-coalesced-transpose\tsolutions\tinitcheck\t0\tclean\t' "$tmp/gpu-run/sanitize.tsv" &&
     grep -q $'^01-naive-matmul\tmutant no-bounds-check\tmemcheck\t3\tcaught\t' "$tmp/gpu-run/sanitize.tsv"; then

@@ -2,7 +2,8 @@
  * pair in one run.
  *
  *   parity_warp         the work of process_divergent, branched on the warp's parity instead
- *                       of the lane's: every warp runs one path. Expect about 2x faster.
+ *                       of the lane's: every warp runs one path. Expect: close to 2x
+ *                       faster, as a warp issues one of two equal-cost paths, not both.
  *   branch_on_key       a branch on the data; the bench feeds it unsorted keys, then the same
  *                       keys sorted. Sorting is the fix: same kernel, same results.
  *   reduce_interleaved  a block's tree sum with active threads tid = 0, 2s, 4s, ...: a few

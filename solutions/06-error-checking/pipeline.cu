@@ -15,9 +15,9 @@
 #include "pipeline.h"
 
 /* Synchronise after every 10th iteration. Each synchronisation drains the stream: the GPU
- * idles while the host wakes up and launches again (about one launch latency, ~5 us). With
- * 3 kernels of ~20 us an iteration, once per iteration costs ~8%, once per 10 under 1%. The
- * price: a fault inside a kernel is pinned to a window of up to 10 iterations. */
+ * idles while the host wakes up and launches again (about one launch latency). Expect: once
+ * per iteration adds that idle time to every iteration's 3 kernels; once per 10, a tenth of
+ * it. The price: a fault inside a kernel is pinned to a window of up to 10 iterations. */
 #define PIPELINE_SYNC_EVERY 10
 
 /* Needs, in scope, `struct cuda_failure *fail` and a label `cleanup`. Records only the first

@@ -15,6 +15,7 @@
  * The price: cudaMalloc returns 16-byte aligned pointers, not 256-byte aligned ones as a GPU
  * does (enough for every vector type), and each allocation costs a system call and a page. */
 #include "internal.h"
+#include "emu_memory.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -360,6 +361,24 @@ cudaError_t cudaMemsetAsync(void *dev_ptr, int value, size_t count, cudaStream_t
     if (!device_failed())
         std::memset(dev_ptr, value, count);
     return cudaSuccess;
+}
+
+int emu_live_allocations(size_t bytes)
+{
+    std::lock_guard<std::mutex> lock(g_mutex);
+    int n = 0;
+    for (auto &entry : g_live)
+        n += bytes == 0 || entry.second.size == bytes;
+    return n;
+}
+
+size_t emu_live_bytes(void)
+{
+    std::lock_guard<std::mutex> lock(g_mutex);
+    size_t sum = 0;
+    for (auto &entry : g_live)
+        sum += entry.second.size;
+    return sum;
 }
 
 void emu_register_symbol(const void *symbol, size_t size)

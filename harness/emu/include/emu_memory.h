@@ -1,0 +1,29 @@
+/* emu_memory.h: what the emu backend's allocator can tell about device memory (emu only; the
+ * functions are in build/emu/libemu.a, harness/emu/src/memory.cpp).
+ *
+ * A GPU answers "how much is in use" through cudaMemGetInfo, and only while its context lives:
+ * after a sticky error that call returns the error, as the emu's does. These ask the
+ * allocator's own table instead, which answers in every state, so that a test can see whether
+ * code freed what it allocated even after a fault. */
+#ifndef EMU_MEMORY_H
+#define EMU_MEMORY_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* How many device allocations (cudaMalloc, cudaMallocManaged) of exactly `bytes` requested
+ * bytes are live: made and not yet passed to cudaFree. 0 for `bytes` counts every live one,
+ * whatever its size. */
+int emu_live_allocations(size_t bytes);
+
+/* The requested bytes of every live device allocation, summed. */
+size_t emu_live_bytes(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
