@@ -34,6 +34,6 @@ choose_backend() {
         exit 1
     fi
     backend=emu
-    echo "$1: no GPU answered ($device)."
+    echo "$1: no GPU answered: $device."
     return 1
 }

@@ -108,7 +108,7 @@ if device=$(build/cuda/probe); then
     checks "isolation: a hang, a crash, NaN, Inf, an unwritten element, an overrun (cuda)" \
         build/cuda/tests/isolation
 else
-    echo "no GPU answered ($device): this part runs where one does"
+    echo "no GPU answered: $device; this part runs where one does"
 fi
 
 step "plots from the committed measurements" $make_ --no-print-directory -s plots
