@@ -77,17 +77,22 @@ static void ref_pipeline(const float *in, double *out, int n, int iterations)
 
 struct problem {
     struct pipeline_spec spec;
-    float *h_in, *h_out;
+    float *h_in, *h_out;     /* h_out pinned (problem_init says why) */
     double *ref;
+    int device_lost;         /* set once a sticky fault is confirmed: every call fails after */
 };
 
 static void problem_init(struct problem *p, int n, int iterations, int sync_every,
                          struct fault fault)
 {
     p->h_in = xmalloc((size_t)n * sizeof(float));
-    p->h_out = xmalloc((size_t)n * sizeof(float));
+    /* pinned, as a pipeline's output buffer would be: a copy into pageable memory returns only
+     * once it has landed (and reports any fault before it), which would hide a missing final
+     * synchronisation on a GPU; into pinned memory cudaMemcpyAsync returns at once */
+    CUDA_CHECK(cudaMallocHost((void **)&p->h_out, (size_t)n * sizeof(float)));
     p->ref = xmalloc((size_t)n * sizeof(double));
     p->spec = (struct pipeline_spec){ n, iterations, sync_every, p->h_in, p->h_out, fault };
+    p->device_lost = 0;
 }
 
 /* Fresh inputs, their reference (a run that should fail needs none), and a poisoned output. */
@@ -102,7 +107,11 @@ static void problem_fill(struct problem *p, struct rng *r)
 static void problem_free(struct problem *p)
 {
     free(p->h_in);
-    free(p->h_out);
+    /* after a sticky fault every call returns it, cudaFreeHost too; the test's process ends
+     * with the test, and the pinned buffer with it */
+    cudaError_t err = cudaFreeHost(p->h_out);
+    if (!p->device_lost)
+        CUDA_CHECK(err);
     free(p->ref);
 }
 
@@ -424,6 +433,7 @@ START_TEST(faults)
                       fault_name(fc.kind));
         /* the test itself: the fault really was sticky */
         ck_assert_msg(cudaDeviceSynchronize() != cudaSuccess, "grader: the fault did not stick");
+        p.device_lost = 1;
         check_leak(slot, before, bytes, "after a sticky fault");
         grade_note(slot, "%s at %d (%s, cadence %d): %s", fault_name(fc.kind), k, kernel,
                    fc.sync_every, desc);
