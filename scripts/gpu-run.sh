@@ -11,7 +11,8 @@
 # (graders/KIND-CHAPTER[-NAME].log) and one table per bench or tuning run, so that a run cut
 # short keeps what it finished. Each step, and each grader the judge runs, has a time limit.
 #   CHAPTERS="02-... 04-..."   only these chapters (default: every one built)
-#   SKIP_BENCH=1, SKIP_MUTANTS=1, SKIP_STARTERS=1   leave those steps out
+#   SKIP_BENCH=1, SKIP_TUNE=1, SKIP_MUTANTS=1, SKIP_STARTERS=1   leave those steps out
+#   BENCH_CHAPTERS="01-... 05-..."   bench (and tune) only these (default: the chapters run)
 #   SANITIZE=1                 also the sanitizer record (scripts/sanitize.sh --record): each
 #                              solution's grader, in quick mode, under compute-sanitizer's
 #                              memcheck, racecheck, synccheck and initcheck, one step each, rows
@@ -62,11 +63,11 @@ if [[ $sanitize != only ]]; then
     note "the judge: $(tail -n 1 "$log") (exit $rc in $((SECONDS - t0)) s)"
 
     if [[ ${SKIP_BENCH:-0} != 1 ]]; then
-        for c in $chapters; do
+        for c in ${BENCH_CHAPTERS:-$chapters}; do
             g=$(program_path grade solution "$c" - cuda) || continue
             modes=" $(grader_modes "$g") "
             [[ $modes == *" bench "* ]] && step "$c bench" "$g" --bench "$out/$c.tsv"
-            [[ $modes == *" tune "* ]] && step "$c tune" "$g" --tune "$out/$c-tune.tsv"
+            [[ $modes == *" tune "* && ${SKIP_TUNE:-0} != 1 ]] && step "$c tune" "$g" --tune "$out/$c-tune.tsv"
         done
     fi
 fi
