@@ -160,7 +160,7 @@ $(foreach b,cuda emu,$(foreach m,$(MUTANTS),$(eval $(call mutant_rule,$b,$m,$(ca
 build/cuda/probe: build/cuda/harness/probe.o build/cuda/libharness.a
 	$(CXX) -o $@ $^ $(LDLIBS_cuda)
 
-build/cuda/tests/harness: build/cuda/tests/harness.o build/cuda/harness/harness.o
+build/cuda/tests/harness: build/cuda/tests/harness.o build/cuda/harness/harness.o build/cuda/harness/sass.o
 	$(CC) -o $@ $^ $(CHECK_LIBS)
 
 # The probe that measured the shared-memory wavefronts the CPU backend's model is checked
