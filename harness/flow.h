@@ -14,7 +14,7 @@
  *   bench     every rung of a table and the library, per shape: poison, time, check, one row
  *
  *   static void add_tests(Suite *s) {
- *       flow_add_correct(s, &MATMUL, &SHAPES, (flow_fn)matmul, "matmul");
+ *       flow_add_correct(s, &MATMUL.kind, &SHAPES, (flow_fn)matmul, "matmul");
  *       flow_add_speed(s, &SPEED);
  *   }
  *
