@@ -217,7 +217,7 @@ $(PROFILES): build/%/profile: build/$$(call p_backend,$$*)/profile/$$(call p_cha
 # backend's model is checked against (tests/ncu/shared_wavefronts.cu says how to run it).
 build/cuda/probe: build/cuda/harness/probe.o build/cuda/libharness.a
 	$(CXX) -o $@ $^ $(LDLIBS_cuda)
-build/cuda/tests/harness: build/cuda/tests/harness.o build/cuda/harness/harness.o
+build/cuda/tests/harness: build/cuda/tests/harness.o build/cuda/harness/harness.o build/cuda/harness/sass.o
 	$(CC) -o $@ $^ $(CHECK_LIBS)
 build/cuda/tests/isolation build/emu/tests/isolation: build/%/tests/isolation: build/%/tests/isolation.o \
     build/%/tests/isolation_kernels.o build/%/tests/ident.o build/%/libharness.a $$(call archives_of,$$(LDLIBS_$$*))

@@ -1,5 +1,6 @@
 /* harness.c: Check tests of the harness parts that run without a GPU: seed, random numbers,
- * comparison and its hints, the matmul reference and its tolerance, statistics, results. */
+ * comparison and its hints, the matmul reference and its tolerance, statistics, results, and
+ * the pure parts of reading machine code (sass.h). */
 #define _GNU_SOURCE
 #include <check.h>
 #include <math.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "sass.h"
 
 /* ---- seed and rng ----------------------------------------------------------------------- */
 
@@ -333,6 +335,32 @@ START_TEST(results_writes_header_and_rows)
 }
 END_TEST
 
+/* ---- machine code (sass.h) ------------------------------------------------------------ */
+
+START_TEST(shell_quote_survives_quotes_and_spaces)
+{
+    char out[64];
+    ck_assert_int_eq(sass_shell_quote("/a b/grade", out, sizeof out), 0);
+    ck_assert_str_eq(out, "'/a b/grade'");
+    ck_assert_int_eq(sass_shell_quote("it's", out, sizeof out), 0);
+    ck_assert_str_eq(out, "'it'\\''s'");
+    ck_assert_int_eq(sass_shell_quote("", out, sizeof out), 0);
+    ck_assert_str_eq(out, "''");
+    ck_assert_int_eq(sass_shell_quote("0123456789", out, 8), -1); /* never cut short */
+}
+END_TEST
+
+START_TEST(arch_line_matches_exactly)
+{
+    ck_assert_int_eq(sass_arch_line("\tFunction : gemm_kernel\n", "sm_90"), -1);
+    ck_assert_int_eq(sass_arch_line("arch = sm_90\n", "sm_90"), 1);
+    ck_assert_int_eq(sass_arch_line("arch = sm_90a\n", "sm_90"), 0);
+    ck_assert_int_eq(sass_arch_line("arch = sm_900\n", "sm_90"), 0);
+    ck_assert_int_eq(sass_arch_line("arch = sm_90a\n", "sm_90a"), 1);
+    ck_assert_int_eq(sass_arch_line("arch = sm_80\n", "sm_90"), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("harness");
@@ -366,6 +394,8 @@ int main(void)
     tcase_add_test(tc, median_odd_and_even);
     tcase_add_test(tc, cdiv_rounds_up);
     tcase_add_test(tc, results_writes_header_and_rows);
+    tcase_add_test(tc, shell_quote_survives_quotes_and_spaces);
+    tcase_add_test(tc, arch_line_matches_exactly);
     suite_add_tcase(s, tc);
 
     SRunner *sr = srunner_create(s);

@@ -1,0 +1,241 @@
+/* flow.c: the grading choreography every chapter shares (see flow.h). */
+#include "flow.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const void *flow_shape_at(const struct flow_kind *k, const void *table, int i)
+{
+    return (const char *)table + (size_t)i * k->shape_size;
+}
+
+const void *flow_shape_here(const struct flow_kind *k, const struct flow_shapes *s, int i)
+{
+    return flow_shape_at(k, gpu_times_are_real() ? s->gpu : s->cpu, i);
+}
+
+void flow_title(const struct flow_kind *k, const struct flow_shapes *s, int i, char *buf,
+                size_t len)
+{
+    const void *here = flow_shape_here(k, s, i), *gpu = flow_shape_at(k, s->gpu, i);
+    char name[64], was[64];
+    k->shape_name(here, name, sizeof name);
+    k->shape_name(gpu, was, sizeof was);
+    if (memcmp(here, gpu, k->shape_size) == 0)
+        snprintf(buf, len, "correct %s", name);
+    else
+        snprintf(buf, len, "correct %s (in place of the GPU's %s)", name, was);
+}
+
+/* ---- correctness ---------------------------------------------------------------------------- */
+
+void flow_twice(const struct flow_kind *k, void *p, struct rng *r, flow_fn fn, const char *what,
+                int slot, unsigned flags)
+{
+    for (int round = 0; round < 2; round++) {
+        char label[192];
+        snprintf(label, sizeof label, "%s", what);
+        if (round == 1) {
+            int shuffled = gpu_shuffle_schedule(rng_next(r));
+            if (!(flags & FLOW_SAME_LABEL))
+                snprintf(label, sizeof label, "%s, second run%s", what,
+                         shuffled ? ", shuffled schedule" : "");
+        }
+        k->fill(p, r);
+        k->launch(p, fn);
+        gpu_sync();
+        k->check(p, slot, label);
+    }
+}
+
+void flow_correct(const struct flow_kind *k, int slot, const void *shape, flow_fn fn,
+                  const char *what)
+{
+    if (grade_quick_skip(slot, k->work(shape), k->work_unit))
+        return;
+    struct rng r = grade_rng(slot);
+    void *p = k->init(k, shape);
+    flow_twice(k, p, &r, fn, what, slot, 0);
+    k->free(p);
+}
+
+void flow_correct_each(const struct flow_kind *k, int slot, const void *shapes, int n, flow_fn fn,
+                       const char *what, unsigned flags)
+{
+    struct rng r = grade_rng(slot);
+    for (int i = 0; i < n; i++) {
+        void *p = k->init(k, flow_shape_at(k, shapes, i));
+        flow_twice(k, p, &r, fn, what, slot, flags);
+        k->free(p);
+    }
+}
+
+/* What the registered tests run: set in the parent before the forks, read in the children. */
+static struct {
+    const struct flow_kind *kind;
+    const struct flow_shapes *shapes;
+    flow_fn fn;
+    const char *what;
+    int slot;
+} CORRECT;
+
+static struct {
+    const struct flow_speed *sp;
+    int slot;
+} SPEED;
+
+START_TEST(flow_correct_test)
+{
+    flow_correct(CORRECT.kind, CORRECT.slot + _i, flow_shape_here(CORRECT.kind, CORRECT.shapes, _i),
+                 CORRECT.fn, CORRECT.what);
+}
+END_TEST
+
+int flow_add_correct(Suite *s, const struct flow_kind *k, const struct flow_shapes *shapes,
+                     flow_fn fn, const char *what)
+{
+    static char titles[GRADE_MAX_TESTS][160];
+    const char *t[GRADE_MAX_TESTS];
+    int n = shapes->n < GRADE_MAX_TESTS ? shapes->n : GRADE_MAX_TESTS;
+    for (int i = 0; i < n; i++) {
+        flow_title(k, shapes, i, titles[i], sizeof titles[i]);
+        t[i] = titles[i];
+    }
+    CORRECT.kind = k;
+    CORRECT.shapes = shapes;
+    CORRECT.fn = fn;
+    CORRECT.what = what;
+    CORRECT.slot = grader_add(s, "correct", flow_correct_test, t, n, 120);
+    return CORRECT.slot;
+}
+
+/* ---- speed ---------------------------------------------------------------------------------- */
+
+struct launch {
+    const struct flow_kind *kind;
+    void *p;
+    flow_fn fn; /* NULL: the library */
+};
+
+static void run_launch(void *ctx)
+{
+    struct launch *l = ctx;
+    if (l->fn)
+        l->kind->launch(l->p, l->fn);
+    else
+        l->kind->library(l->p);
+}
+
+START_TEST(flow_speed_test)
+{
+    const struct flow_speed *sp = SPEED.sp;
+    const struct flow_kind *k = sp->kind;
+    int slot = SPEED.slot;
+    struct rng r = grade_rng(slot);
+    void *p = k->init(k, sp->shape);
+    k->fill(p, &r);
+
+    /* a kernel is timed only once it is right, and the output is poisoned before each
+     * kernel's runs, so the check after timing sees what that kernel wrote and nothing else */
+    char what[192];
+    k->launch(p, sp->yours);
+    gpu_sync();
+    snprintf(what, sizeof what, "%s (speed is graded once it is correct)", sp->what);
+    k->check(p, slot, what);
+
+    struct launch base = { k, p, sp->base }, yours = { k, p, sp->yours },
+                  ceil = { k, p, sp->ceiling };
+    struct flow_times t;
+    k->poison(p);
+    t.base = gpu_time(run_launch, &base, sp->warmup, sp->reps);
+    k->poison(p);
+    t.yours = gpu_time(run_launch, &yours, sp->warmup, sp->reps);
+    snprintf(what, sizeof what, "%s after timing", sp->what);
+    k->check(p, slot, what); /* the output holds the last timed run's */
+    t.ceiling = gpu_time(run_launch, &ceil, sp->warmup, sp->reps);
+    k->free(p);
+    sp->verdict(slot, sp->shape, &t);
+}
+END_TEST
+
+int flow_add_speed(Suite *s, const struct flow_speed *sp)
+{
+    char name[64], title[128];
+    sp->kind->shape_name(sp->shape, name, sizeof name);
+    snprintf(title, sizeof title, "%s at %s", sp->tcase, name);
+    SPEED.sp = sp;
+    SPEED.slot = grader_add_timed(s, sp->tcase, flow_speed_test, title, sp->timeout_s);
+    return SPEED.slot;
+}
+
+/* ---- bench ---------------------------------------------------------------------------------- */
+
+int flow_gpu_only(const char *mode, struct device_info *info)
+{
+    char why[256];
+    if (gpu_probe(info, why, sizeof why) != 0) {
+        fprintf(stderr, "%s: no GPU answered (%s): nothing to measure\n", mode, why);
+        return -1;
+    }
+    if (!gpu_times_are_real()) {
+        fprintf(stderr, "%s: the CPU backend's timings are not GPU timings; run it on a GPU "
+                        "(BACKEND=cuda)\n", mode);
+        return -1;
+    }
+    return 0;
+}
+
+int flow_bench(const struct flow_bench *b, const char *path)
+{
+    const struct flow_kind *k = b->kind;
+    struct device_info info;
+    struct results out;
+    if (bench_begin(path, &out, &info) != 0)
+        return EXIT_FAILURE;
+    struct rng r;
+    rng_init(&r, harness_seed());
+    printf("%-16s %-12s %10s %10s%s\n", "shape", "kernel", "ms", b->print_label,
+           b->library_first ? "  library" : "");
+    for (int i = 0; i < b->nshapes; i++) {
+        const void *s = flow_shape_at(k, b->shapes, i);
+        void *p = k->init(k, s);
+        k->bench_fill(p, &r);
+        char shape[48];
+        k->shape_name(s, shape, sizeof shape);
+        int reps = b->big_work > 0 && k->work(s) >= b->big_work ? b->big_reps : b->reps;
+        double lib_ms = 0.0;
+        /* every rung and the library, on the same inputs in one run: the library first when
+         * the rungs are shown as a share of it, else last */
+        for (int v = -1; v <= b->nrungs; v++) {
+            int is_lib = b->library_first ? v == -1 : v == b->nrungs;
+            if (!is_lib && (v < 0 || v >= b->nrungs))
+                continue;
+            if (!is_lib && b->skip && b->skip(v, s, &info))
+                continue;
+            const char *name = is_lib ? b->library : b->rungs[v].name;
+            struct launch l = { k, p, is_lib ? NULL : b->rungs[v].fn };
+            k->poison(p);
+            struct timing t = gpu_time(run_launch, &l, b->warmup, reps);
+            if (!is_lib && k->bench_check(p, name, shape) != 0)
+                return EXIT_FAILURE;
+            if (is_lib)
+                lib_ms = t.median_ms;
+            double sec = t.median_ms * 1e-3;
+            double flops = b->flops ? b->flops(s) / sec : 0.0;
+            results_row(&out, b->chapter, name, shape, t.median_ms, b->bytes(s) / sec / 1e9,
+                        flops / 1e9);
+            printf("%-16s %-12s %10.4f %10.1f", shape, name, t.median_ms,
+                   b->flops ? flops / b->print_unit : b->bytes(s) / sec / 1e9);
+            if (b->library_first)
+                printf(" %7.0f%%", 100.0 * lib_ms / t.median_ms);
+            printf("\n");
+            fflush(stdout);
+        }
+        k->free(p);
+    }
+    if (b->extra && b->extra(&out, &info) != 0)
+        return EXIT_FAILURE;
+    results_close(&out);
+    printf("bench: wrote %s\n", path);
+    return EXIT_SUCCESS;
+}

@@ -1,0 +1,117 @@
+/* sass.c: the machine code of this very program, through cuobjdump (see sass.h). */
+#define _POSIX_C_SOURCE 200809L /* popen, readlink */
+#include "sass.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+int sass_on_path(const char *prog)
+{
+    const char *path = getenv("PATH");
+    if (!path)
+        return 0;
+    char dir[4096], file[4200];
+    while (*path) {
+        size_t len = strcspn(path, ":");
+        if (len > 0 && len < sizeof dir) {
+            memcpy(dir, path, len);
+            dir[len] = '\0';
+            snprintf(file, sizeof file, "%s/%s", dir, prog);
+            if (access(file, X_OK) == 0)
+                return 1;
+        }
+        path += len + (path[len] == ':');
+    }
+    return 0;
+}
+
+int sass_own_path(char *buf, size_t size, char *why, size_t len)
+{
+    ssize_t n = readlink("/proc/self/exe", buf, size - 1);
+    if (n < 0 || (size_t)n >= size - 1) {
+        snprintf(why, len, "could not resolve this grader's own path from /proc/self/exe");
+        return -1;
+    }
+    buf[n] = '\0';
+    return 0;
+}
+
+int sass_shell_quote(const char *path, char *out, size_t size)
+{
+    size_t o = 0;
+    if (o + 1 >= size)
+        return -1;
+    out[o++] = '\'';
+    for (const char *p = path; *p; p++) {
+        const char *piece = *p == '\'' ? "'\\''" : NULL;
+        size_t plen = piece ? strlen(piece) : 1;
+        if (o + plen + 2 >= size)
+            return -1;
+        if (piece) {
+            memcpy(out + o, piece, plen);
+            o += plen;
+        } else {
+            out[o++] = *p;
+        }
+    }
+    out[o++] = '\'';
+    out[o] = '\0';
+    return 0;
+}
+
+int sass_arch_line(const char *line, const char *arch)
+{
+    const char *a = strstr(line, "arch = sm_");
+    if (!a)
+        return -1;
+    size_t alen = strlen(arch);
+    if (strncmp(a + 7, arch, alen) != 0)
+        return 0;
+    char next = a[7 + alen];
+    return !(next >= '0' && next <= '9') && next != 'a';
+}
+
+int sass_has(const char *kernel, const char *opcode, const char *arch, char *why, size_t len)
+{
+    char self[4096], quoted[3 * 4096], cmd[3 * 4096 + 64];
+    if (sass_own_path(self, sizeof self, why, len) != 0)
+        return -1;
+    if (sass_shell_quote(self, quoted, sizeof quoted) != 0) {
+        snprintf(why, len, "this grader's path is too long to pass to cuobjdump");
+        return -1;
+    }
+    snprintf(cmd, sizeof cmd, "cuobjdump -sass %s 2>&1", quoted);
+    FILE *f = popen(cmd, "r");
+    if (!f) {
+        snprintf(why, len, "could not run cuobjdump");
+        return -1;
+    }
+    char line[4096];
+    int in_arch = 0, in_fn = 0, found_fn = 0, found_op = 0;
+    while (fgets(line, sizeof line, f)) {
+        int is = sass_arch_line(line, arch);
+        if (is >= 0) {
+            in_arch = is;
+            in_fn = 0;
+            continue;
+        }
+        if (strstr(line, "Function : ")) {
+            in_fn = in_arch && strstr(line, kernel) != NULL;
+            found_fn |= in_fn;
+            continue;
+        }
+        if (in_fn && strstr(line, opcode))
+            found_op = 1;
+    }
+    int st = pclose(f);
+    if (!found_fn) {
+        int code = st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+        snprintf(why, len, "cuobjdump -sass %.100s (exit code %d) shows no %.40s for %.8s",
+                 self, code, kernel, arch);
+        return -1;
+    }
+    return found_op;
+}

@@ -1,0 +1,43 @@
+/* sass.h: what the machine code of this very program holds, through cuobjdump (GPU only).
+ *
+ * A grader that checks an instruction is really there (chapter 05: LDGSTS for cp.async,
+ * UTMALDG for TMA, HGMMA for wgmma) asks sass_has for the SASS of one kernel in the cubin of
+ * one architecture of its own fat binary. The pure pieces (quoting, matching an arch line) are
+ * separate so tests/harness.c can test them without a GPU. */
+#ifndef SASS_H
+#define SASS_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* 1 when `prog` is an executable file in a directory of PATH. */
+int sass_on_path(const char *prog);
+
+/* The path of this program's own executable, resolved in this process. It cannot be left to
+ * cuobjdump: "cuobjdump -sass /proc/self/exe" run through popen makes /proc/self/exe name the
+ * shell's or cuobjdump's own executable when they open it, not this program. Returns 0, or -1
+ * with `why` filled. */
+int sass_own_path(char *buf, size_t size, char *why, size_t len);
+
+/* `path` in single quotes for sh, each ' written as '\'' so that no path can end the quoting.
+ * Returns 0, or -1 when it does not fit in `size` bytes. */
+int sass_shell_quote(const char *path, char *out, size_t size);
+
+/* For a line of cuobjdump's output: -1 when it names no arch ("arch = sm_..."), else 1 when it
+ * names exactly `arch` ("sm_90" is neither "sm_90a" nor the start of "sm_900"), else 0. */
+int sass_arch_line(const char *line, const char *arch);
+
+/* The SASS of every function whose name contains `kernel`, in the cubin for `arch` ("sm_90",
+ * "sm_90a"), from this very program (found by its resolved path): does any line hold
+ * `opcode`? Returns 1 or 0, or -1 with `why` filled when no such function was found for that
+ * arch (or cuobjdump could not run). */
+int sass_has(const char *kernel, const char *opcode, const char *arch, char *why, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
