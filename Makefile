@@ -61,9 +61,9 @@ cu_sources = $(if $(filter solutions,$1),$(wildcard solutions/$2/*.cu) \
                $(filter-out $(patsubst solutions/%,chapters/%,$(wildcard solutions/$2/*.cu)),$(wildcard chapters/$2/*.cu)),\
                $(wildcard chapters/$2/*.cu))
 
-# Kernel files that only a GPU can run (inline PTX, TMA, wgmma): named *_sm90.cu, left out of
-# CPU-backend builds; their graders say such rungs are graded on a GPU only.
-EMU_EXCLUDE := %_sm90.cu
+# Kernel files that only a GPU can run (inline PTX, TMA, wgmma): named *_sm90.cu or *_sm90a.cu,
+# left out of CPU-backend builds; their graders say such rungs are graded on a GPU only.
+EMU_EXCLUDE := %_sm90.cu %_sm90a.cu
 backend_sources = $(if $(filter emu,$1),$(filter-out $(EMU_EXCLUDE),$2),$2)
 
 HARNESS_OBJS = $(patsubst harness/%.c,build/$1/harness/%.o,$(filter-out harness/probe.c,$(wildcard harness/*.c)))
@@ -83,14 +83,13 @@ build/cuda/%.o: %.cu build/cuda/.nvccflags
 	$(NVCC) $(NVCCFLAGS) $(CU_INC) -c $< -o $@
 
 # wgmma and setmaxnreg exist only in sm_90a code, which runs on compute capability 9.0 alone:
-# the files that use them (*_sm90a.cu, and chapter 05's step 5) are built for sm_90a in place of
-# sm_90 when ARCH has 90, cubin and PTX alike, so that a 9.0 device finds no sm_90 image to pick
-# instead; for every other target their kernels compile to a trap.
+# the files that use them (*_sm90a.cu) are built for sm_90a in place of sm_90 when ARCH has 90,
+# cubin and PTX alike, so that a 9.0 device finds no sm_90 image to pick instead; for every other
+# target their kernels compile to a trap.
 comma := ,
 to_90a = $(subst arch=compute_90$(comma)code=$1_90,arch=compute_90a$(comma)code=$1_90a,$2)
 SM90A_NVCCFLAGS := $(call to_90a,sm,$(call to_90a,compute,$(NVCCFLAGS)))
 build/cuda/%_sm90a.o: private NVCCFLAGS := $(SM90A_NVCCFLAGS)
-build/cuda/solutions/05-async-pipelining/gemm_wgmma_sm90.o: private NVCCFLAGS := $(SM90A_NVCCFLAGS)
 
 build/cuda/harness/%.o: harness/%.c
 	@mkdir -p $(@D)

@@ -32,8 +32,8 @@
  * them too. The CPU backend cannot run any of this: the file is left out of emu builds.
  * Expect: several times step 4 at 4096^3 on an H200, where the issue's goal is 75% of cuBLAS
  * BF16. Measured: to come. */
-#include "gemm_tile.cuh"   /* bf16, rows_are_16b_aligned */
-#include "tma_sm90.cuh"    /* the mbarrier and TMA helpers, make_map */
+#include "tile.cuh"   /* bf16, rows_are_16b_aligned */
+#include "tma.cuh"    /* the mbarrier and TMA helpers, make_map */
 
 extern "C" void gemm_ring(const gemm_bf16 *, const gemm_bf16 *, float *, int, int, int);
 

@@ -33,7 +33,7 @@
 
 #include <cuda_pipeline.h>
 
-#include "gemm_tile.cuh"
+#include "tile.cuh"
 
 #define RING_BM 128                       /* rows of C a block */
 #define RING_BN 256                       /* columns of C a block */

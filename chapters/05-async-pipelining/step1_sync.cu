@@ -7,7 +7,7 @@
  * only wait on them, and while the warps multiply no load is in flight. With two blocks on an
  * SM the other block fills some of the gaps; that is all the overlap this rung gets.
  * Expect: well under half of cuBLAS BF16 at 4096^3 on an H200; step 2 (yours) overlaps. */
-#include "gemm_tile.cuh"
+#include "tile.cuh"
 
 __global__ void __launch_bounds__(THREADS, 2)
 gemm_sync_kernel(const bf16 *__restrict__ a, const bf16 *__restrict__ b, float *__restrict__ c,

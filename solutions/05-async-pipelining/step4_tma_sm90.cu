@@ -17,8 +17,8 @@
  * wgmma. Measured there (2026-11-29): 194.5 TFLOP/s, 1.26x step 3 and 26% of cuBLAS BF16: the
  * fastest rung, still capped by mma.sync. The CPU backend cannot run TMA or inline PTX: this
  * file is left out of emu builds. */
-#include "gemm_tile.cuh"
-#include "tma_sm90.cuh"  /* the mbarrier and TMA helpers, and make_map, shared with step 5 */
+#include "tile.cuh"
+#include "tma.cuh"  /* the mbarrier and TMA helpers, and make_map, shared with step 5 */
 
 extern "C" void gemm_ring(const gemm_bf16 *, const gemm_bf16 *, float *, int, int, int);
 
