@@ -107,7 +107,6 @@ comma := ,
 to_90a = $(subst arch=compute_90$(comma)code=$1_90,arch=compute_90a$(comma)code=$1_90a,$2)
 SM90A_NVCCFLAGS := $(call to_90a,sm,$(call to_90a,compute,$(NVCCFLAGS)))
 build/cuda/%_sm90a.o: private NVCCFLAGS := $(SM90A_NVCCFLAGS)
-build/cuda/solutions/05-async-pipelining/gemm_wgmma_sm90.o: private NVCCFLAGS := $(SM90A_NVCCFLAGS)
 
 # C for either backend: the harness, the graders and their families, the project's tests. A
 # grader sees its chapter's contract header (-Ichapters/NAME: harmless for the others).

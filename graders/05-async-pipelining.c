@@ -63,13 +63,7 @@ static int SASS_CHECK[GRADE_MAX_TESTS]; /* test iteration -> SASS_CHECKS index *
 
 /* ---- the ladder ---------------------------------------------------------------------------
  *
- * GEMM_RUNGS as the linked files give it, and step 5 (gemm_wgmma_sm90.cu) right after step 4
- * where the table has step 4 (the solutions' table does; the starter's stops at step 2).
- * Step 5 is added here rather than in the table because it is sm_90a code, which runs on
- * compute capability 9.0 and on nothing else, before or after: a limit min_cc cannot say.
- * Weak: a build without that file (the CPU backend) leaves it NULL. */
-void gemm_wgmma(const gemm_bf16 *, const gemm_bf16 *, float *, int, int, int)
-    __attribute__((weak));
+ * GEMM_RUNGS as rungs.cu gives it: every step, NULL where this build does not link its file. */
 
 #define MAX_RUNGS 32
 static struct gemm_rung LADDER[MAX_RUNGS];
@@ -78,11 +72,8 @@ static int NUM_LADDER;
 static void ladder_init(void)
 {
     NUM_LADDER = 0;
-    for (int v = 0; v < GEMM_NUM_RUNGS && NUM_LADDER < MAX_RUNGS - 1; v++) {
+    for (int v = 0; v < GEMM_NUM_RUNGS && NUM_LADDER < MAX_RUNGS; v++)
         LADDER[NUM_LADDER++] = GEMM_RUNGS[v];
-        if (strcmp(GEMM_RUNGS[v].name, "tma") == 0)
-            LADDER[NUM_LADDER++] = (struct gemm_rung){ "wgmma", gemm_wgmma, 90, 0 };
-    }
 }
 
 /* NULL when a rung this build has can run on a device of compute capability cc; else why not */
@@ -90,9 +81,9 @@ static const char *rung_cannot_run(const struct gemm_rung *g, int cc, char *why,
 {
     if (g->min_cc > cc)
         snprintf(why, len, "needs sm_%d; this device is sm_%d", g->min_cc, cc);
-    else if (strcmp(g->name, "wgmma") == 0 && cc != 90)
-        snprintf(why, len, "wgmma is sm_90a code, which runs on sm_90 only; this device is "
-                           "sm_%d", cc);
+    else if (g->arch_specific && cc != g->min_cc)
+        snprintf(why, len, "%s is sm_%da code, which runs on sm_%d only; this device is sm_%d",
+                 g->name, g->min_cc, g->min_cc, cc);
     else
         return NULL;
     return why;
@@ -116,7 +107,7 @@ static void pipeline_hint(const struct cmp_result *c, const float *got, struct g
     if (zeros == nc) {
         snprintf(hint, len, "C is all zeros: the accumulators were stored, but nothing was "
                             "multiplied into them: is the loop over the tiles of k there (the "
-                            "TODO in gemm_pipelined_kernel), and does it reach mma_stage?");
+                            "TODO in gemm_pipelined_kernel), and does it reach mma_tile?");
         return;
     }
     cmp_hint(c, (size_t)s.m, (size_t)s.n, hint, len);
@@ -243,7 +234,7 @@ END_TEST
 
 /* ---- bench ------------------------------------------------------------------------------ */
 
-/* Step 3's file offers the roof of the mma.sync path (no memory traffic, see gemm_ring.cu);
+/* Step 3's file offers the roof of the mma.sync path (no memory traffic, see step3_ring.cu);
  * weak, because the learner's build links no such file. */
 extern void gemm_mma_sync_peak(float *d_sink, int blocks, int iters) __attribute__((weak));
 
@@ -343,7 +334,7 @@ static void add_tests(Suite *s)
         if (g->fn == gemm_pipelined)
             continue;
         if (!g->fn) {
-            grader_skip(title, on_gpu
+            grader_skip(title, on_gpu || g->min_cc < 90
                 ? "this build leaves that rung out (its file was not linked)"
                 : "graded on a GPU only: TMA, mbarrier and wgmma are PTX that the CPU backend "
                   "cannot run, and this build leaves that rung out");

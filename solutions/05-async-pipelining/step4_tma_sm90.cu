@@ -1,26 +1,25 @@
-/* gemm_tma_sm90.cu: step 4 of 4, Hopper (sm_90) only. The tensor memory accelerator, an
+/* step4_tma_sm90.cu: step 4 of 5, Hopper (sm_90) only. The tensor memory accelerator, an
  * mbarrier ring, and warp specialisation.
  * Change from step 3: the threads no longer copy. A tensor map (made once on the host with
  * cuTensorMapEncodeTiled) describes A and B to the TMA unit; one thread of a producer warp
  * asks it for whole boxes (cp.async.bulk.tensor: UTMALDG in the machine code), and each box
  * lands in shared memory and counts its bytes on the stage's "full" mbarrier. Eight consumer
- * warps wait on that barrier, multiply with WMMA, and arrive on the stage's "empty" barrier,
- * which is what the producer waits on before it refills the stage. Address arithmetic, bounds
- * checks and zero fill past the edges all move into the TMA unit; no __syncthreads in the loop.
+ * warps wait on that barrier, multiply with WMMA (step 2's tile and math), and arrive on the
+ * stage's "empty" barrier, which is what the producer waits on before it refills the stage.
+ * Address arithmetic, bounds checks and zero fill past the edges all move into the TMA unit; no
+ * __syncthreads in the loop.
  *
  * Limits, said plainly: TMA needs every row stride but the innermost to be a multiple of 16
  * bytes, so k and n must be multiples of 8 (and the bases 16-byte aligned); other shapes run
  * step 3 (gemm_ring) instead. Without swizzling, WMMA's fragment loads from a dense box still
  * meet bank conflicts, so the boxes are 16 bf16 (32 bytes) wide, which keeps them to two-way;
  * the swizzled layouts that remove them are what wgmma reads (step 5, not here).
- * Expect: at or a little above step 3 at 4096^3 on an H200; the large steps beyond it need
- * wgmma. Measured there (2026-11-29): 194.5 TFLOP/s, 1.26x step 3 and 26% of cuBLAS BF16: the
- * fastest rung, still capped by mma.sync. The CPU backend cannot run TMA or inline PTX: this
- * file is left out of emu builds. */
-#include "gemm_tile.cuh"
-#include "tma_sm90.cuh"  /* the mbarrier and TMA helpers, and make_map, shared with step 5 */
-
-extern "C" void gemm_ring(const gemm_bf16 *, const gemm_bf16 *, float *, int, int, int);
+ * Expect: faster than step 2, whose tile and WMMA math it keeps, because no thread spends
+ * issue slots on copies or waits at a block-wide barrier; not faster than step 3, whose
+ * ldmatrix feed and larger tile it does not have: it is still capped by mma.sync, which step 5
+ * replaces. The CPU backend cannot run TMA or inline PTX: this file is left out of emu builds. */
+#include "tile.cuh"
+#include "tma.cuh"  /* the mbarrier and TMA helpers, and make_map, shared with step 5 */
 
 #define TMA_STAGES 4
 #define CONSUMERS 8                              /* warps that multiply */
@@ -94,6 +93,7 @@ gemm_tma_kernel(const __grid_constant__ CUtensorMap map_a,
         int s = t % TMA_STAGES;
         mbar_wait(&full[s], (t / TMA_STAGES) & 1); /* all 16 KB of tile t have landed */
         const bf16 *s_a = smem + s * TMA_STAGE_ELEMS, *s_b = s_a + TMA_STAGE_A;
+        /* mma_tile's products (tile.cuh), from the boxes' layout instead of padded rows */
 #pragma unroll
         for (int kk = 0; kk < GEMM_BK; kk += 16) {
             frag_a fa[FRAG_M];

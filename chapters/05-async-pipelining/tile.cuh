@@ -1,5 +1,9 @@
-/* gemm_tile.cuh: the pieces the rungs of chapter 05 share (given; gemm_pipelined.cu, your
- * file, carries its own copy of the compute and the store, so that you can read it whole).
+/* tile.cuh: the pieces every step of chapter 05 shares (given): the block tile's shape in
+ * shared memory, the WMMA fragments, the synchronous tile load of step 1, the math on a tile
+ * (mma_tile) and the store of C (store_c_tile). Steps 1 and 2 multiply and store with these;
+ * step 4 stores with store_c_tile and multiplies the same way from its TMA boxes, whose layout
+ * differs; steps 3 and 5 bring their own math (ldmatrix and mma.sync, then wgmma) and use the
+ * shapes and rows_are_16b_aligned.
  *
  * One block of 8 warps computes a GEMM_BM x GEMM_BN (128 x 128) tile of C, stepping through k
  * GEMM_BK (32) at a time. The warps sit 2 x 4 over the tile: warp w owns the 64 x 32 stretch at
@@ -9,8 +13,8 @@
  * each row padded by 8 bf16 (16 bytes): a row of A is then 80 bytes and a row of B 272, so the
  * eight 16-byte rows that one phase of a fragment load (ldmatrix) reads fall in eight different
  * groups of four banks: no bank conflicts. */
-#ifndef GEMM_TILE_CUH
-#define GEMM_TILE_CUH
+#ifndef TILE_CUH
+#define TILE_CUH
 
 #include <cuda_bf16.h>
 #include <mma.h>
@@ -72,7 +76,8 @@ __device__ __forceinline__ void load_tile_sync(bf16 *s, const bf16 *__restrict__
 }
 
 /* acc += the warp's 64 x 32 share of (A tile) (B tile), 16 of k at a time. The A tile is
- * row-major with row stride lda, the B tile row-major with row stride ldb. */
+ * GEMM_BM x GEMM_BK, row-major with row stride LDA; the B tile GEMM_BK x GEMM_BN, row-major
+ * with row stride LDB (a stage's padded strides: LDS_A and LDS_B). */
 template <int LDA, int LDB>
 __device__ __forceinline__ void mma_tile(const bf16 *s_a, const bf16 *s_b,
                                          frag_c (&acc)[FRAG_M][FRAG_N], int warp_row,

@@ -1,4 +1,4 @@
-/* tma_sm90.cuh: what steps 4 and 5 of chapter 05 (gemm_tma_sm90.cu, gemm_wgmma_sm90.cu) share
+/* tma.cuh: what steps 4 and 5 of chapter 05 (step4_tma_sm90.cu, step5_wgmma_sm90a.cu) share
  * to move tiles with the tensor memory accelerator: the mbarrier and bulk-tensor-copy
  * instructions on the device, and the tensor map that describes a matrix to the TMA unit on
  * the host.
@@ -10,8 +10,8 @@
  *   make_map(who, base, rows, cols, box_rows, box_cols, swizzle)  a row-major bf16 matrix
  *
  * Hopper only: the graders leave the files that include this out of CPU-backend builds. */
-#ifndef TMA_SM90_CUH
-#define TMA_SM90_CUH
+#ifndef TMA_CUH
+#define TMA_CUH
 
 #include <cuda.h>          /* CUtensorMap and its enums; no driver call is linked (see below) */
 #include <cudaTypedefs.h>  /* PFN_cuTensorMapEncodeTiled_v12000 */

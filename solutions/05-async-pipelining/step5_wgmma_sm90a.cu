@@ -1,5 +1,6 @@
-/* gemm_wgmma_sm90.cu: step 5, Hopper only (sm_90a code, which runs on compute capability 9.0
- * and nothing else). wgmma: the tensor cores read the tiles straight from shared memory.
+/* step5_wgmma_sm90a.cu: step 5 of 5, Hopper only (sm_90a code, which runs on compute
+ * capability 9.0 and nothing else). wgmma: the tensor cores read the tiles straight from shared
+ * memory.
  * Change from step 4: the math. Steps 1 to 4 multiply with mma.sync (WMMA): each warp first
  * loads its fragments of A and B from shared memory into registers, then issues a 16 x 16 x 16
  * product, and waits for it. Here a warpgroup (4 warps, 128 threads) issues
@@ -30,12 +31,11 @@
  * Limits, said plainly: as in step 4, TMA needs k and n to be multiples of 8 (and the bases
  * 16-byte aligned); other shapes run step 3 (gemm_ring), which is what step 4 would run for
  * them too. The CPU backend cannot run any of this: the file is left out of emu builds.
- * Expect: several times step 4 at 4096^3 on an H200, where the issue's goal is 75% of cuBLAS
- * BF16. Measured: to come. */
-#include "gemm_tile.cuh"   /* bf16, rows_are_16b_aligned */
-#include "tma_sm90.cuh"    /* the mbarrier and TMA helpers, make_map */
-
-extern "C" void gemm_ring(const gemm_bf16 *, const gemm_bf16 *, float *, int, int, int);
+ * Expect: several times step 4, and close to cuBLAS BF16 (which uses wgmma too), because the
+ * warps no longer load fragments or wait for each product: the tensor cores read both operands
+ * from shared memory while the next stage's copies land. */
+#include "tile.cuh"   /* bf16, rows_are_16b_aligned */
+#include "tma.cuh"    /* the mbarrier and TMA helpers, make_map */
 
 #define WG_BM 128                              /* rows of C a block */
 #define WG_BN 256                              /* columns of C a block */

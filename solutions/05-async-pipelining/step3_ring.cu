@@ -1,4 +1,4 @@
-/* gemm_ring.cu: step 3 of 4. An N-stage ring of cp.async copies, and the bigger tiles that a
+/* step3_ring.cu: step 3 of 5. An N-stage ring of cp.async copies, and the bigger tiles that a
  * ring's shared memory makes room for.
  *
  * Change from step 2: STAGES shared-memory stages instead of two, the copy of tile
@@ -8,12 +8,12 @@
  * step (step 2: 128 x 128 x 32), each warp owning 64 x 64 of C (step 2: 64 x 32).
  *
  * Why the tile, and not just the stages. The first version of this step kept step 2's tile and
- * only deepened the ring: on the H200 it measured 154.2 TFLOP/s with 2, 3 and 4 stages alike
- * (README.md, "What the measurements show"): the copies were already hidden, and what bounded it
- * was the math loop's feed. Per 16 of k a warp of step 2 loads 6 fragments (4 of A, 2 of B:
- * ldmatrix) for 8 mma_sync; with a 64 x 64 warp tile it loads 8 for 16, so each fragment read
- * from shared memory feeds twice the tensor-core work. A 128 x 256 block tile halves the bytes
- * of A and B that the block copies per FLOP, and 64 of k a step halves the barriers per FLOP.
+ * only deepened the ring, and on the H200 it ran no faster with 2, 3 or 4 stages (README.md,
+ * "What the measurements show"): the copies were already hidden, and what bounded it was the
+ * math loop's feed. Per 16 of k a warp of step 2 loads 6 fragments (4 of A, 2 of B: ldmatrix)
+ * for 8 mma_sync; with a 64 x 64 warp tile it loads 8 for 16, so each fragment read from
+ * shared memory feeds twice the tensor-core work. A 128 x 256 block tile halves the bytes of A
+ * and B that the block copies per FLOP, and 64 of k a step halves the barriers per FLOP.
  * The price is what the ring is about: 51 KB a stage, so 2, 3 and 4 stages take 102, 153 and
  * 204 KB, one block an SM, and 128 accumulator registers a thread (launch bounds say so).
  *
@@ -21,19 +21,20 @@
  * which both wait (for an ldmatrix, at a barrier, or issuing copies) the tensor cores idle. So
  * the fragments are double-buffered (the next step's ldmatrix goes out before this step's
  * products), the copier steps precomputed offsets and skips the checks inside the matrices, and
- * a tile's refill goes out in two halves between products. On the H200 these took the kernel
- * from 304 to 421 TFLOP/s at 4096^3, 55% of cuBLAS (README.md, "What the measurements show",
- * with the Nsight Compute profile before and after).
+ * a tile's refill goes out in two halves between products (README.md, "What the measurements
+ * show", has what each did, with the Nsight Compute profile before and after).
+ * Expect: well above step 2, because each fragment loaded from shared memory feeds twice the
+ * products and the copies have STAGES - 1 tiles of math to land in; still below cuBLAS, whose
+ * wgmma reads its operands from shared memory without the warps loading fragments at all (step 5).
  *
  * Bank conflicts: rows padded by 8 bf16 (16 bytes) as in step 2. A row of the A tile is then
  * 144 bytes and of the B tile 528 bytes, both an odd multiple of 16, so the eight 16-byte rows
  * of one ldmatrix phase fall in eight different groups of four banks. */
 #include <stdint.h>
-#include <string.h>
 
 #include <cuda_pipeline.h>
 
-#include "gemm_tile.cuh"
+#include "tile.cuh"
 
 #define RING_BM 128                       /* rows of C a block */
 #define RING_BN 256                       /* columns of C a block */
@@ -76,44 +77,14 @@ struct ring_stage {
  * 16 x 16 A tile; ldmatrix.x4.trans, reading B's rows of k (n contiguous in shared memory),
  * gives b0, b1 for two 8-column blocks when lane l points at row l % 16, column 8 (l / 16).
  *
- * The CPU backend has no PTX. There a fragment holds the four 8 x 8 matrices whole, gathered
- * from the rows whose addresses the 32 lanes give, exactly as the hardware assigns them (matrix
- * q from lanes 8q..8q+7), and the product reads each lane's rows and columns out of them: the
- * same addressing is graded, at 17 warp shuffles a load instead of 32 a product. */
+ * The CPU backend has no PTX: there the same three names, ldsm_frag, ldsm_x4 and mma_16816,
+ * come from its emu/ldmatrix.h, which gathers the matrices from the addresses the lanes give. */
 #ifdef HARNESS_EMU
-struct ldsm_frag {
-    uint16_t m[4][8][8]; /* matrix, row, column: the bf16 bits as stored */
-    bool trans;          /* loaded with .trans: only B may be, and B must be */
-};
-static inline float bf16_bits_to_float(uint16_t h)
-{
-    uint32_t b = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &b, 4);
-    return f;
-}
-/* the 32 row addresses the lanes give (this lane's is base + off), 8 elements each */
-static inline void ldsm_gather(ldsm_frag &f, const bf16 *base, int off, bool trans)
-{
-    int lane = threadIdx.x % 32;
-    /* two lanes' offsets a shuffle: first pair each even lane with the odd one after it */
-    int other = __shfl_xor_sync(0xffffffffu, off, 1);
-    uint32_t even = (uint32_t)(lane & 1 ? other : off), odd = (uint32_t)(lane & 1 ? off : other);
-    unsigned long long pair = (unsigned long long)even | (unsigned long long)odd << 32;
-    for (int j = 0; j < 16; j++) {
-        unsigned long long p = __shfl_sync(0xffffffffu, pair, 2 * j);
-        for (int h = 0; h < 2; h++) {
-            int src = 2 * j + h, row = (int)(uint32_t)(h ? p >> 32 : p);
-            memcpy(f.m[src / 8][src % 8], base + row, 8 * sizeof(uint16_t));
-        }
-    }
-    f.trans = trans;
-}
+#include <emu/ldmatrix.h>
 #else
 struct ldsm_frag {
     uint32_t r[4]; /* matrix q's two elements for this lane in r[q] */
 };
-#endif
 
 /* the four 8 x 8 matrices whose rows lanes 0-7, 8-15, 16-23, 24-31 point at: this lane's row is
  * base + off. TRANS: each matrix transposed on the way (ldmatrix .trans), lane l getting rows
@@ -121,9 +92,6 @@ struct ldsm_frag {
 template <bool TRANS>
 __device__ __forceinline__ void ldsm_x4(ldsm_frag &f, const bf16 *base, int off)
 {
-#ifdef HARNESS_EMU
-    ldsm_gather(f, base, off, TRANS);
-#else
     unsigned a = (unsigned)__cvta_generic_to_shared(base + off);
     if (TRANS)
         asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
@@ -131,7 +99,6 @@ __device__ __forceinline__ void ldsm_x4(ldsm_frag &f, const bf16 *base, int off)
     else
         asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                      : "=r"(f.r[0]), "=r"(f.r[1]), "=r"(f.r[2]), "=r"(f.r[3]) : "r"(a) : "memory");
-#endif
 }
 
 /* d += a b for one 16 x 8 x 16 product: a as ldsm_x4<false> loads a 16 x 16 tile of A (its
@@ -140,30 +107,13 @@ __device__ __forceinline__ void ldsm_x4(ldsm_frag &f, const bf16 *base, int off)
 __device__ __forceinline__ void mma_16816(float (&d)[4], const ldsm_frag &a, const ldsm_frag &b,
                                           int half)
 {
-#ifdef HARNESS_EMU
-    if (a.trans || !b.trans) {
-        printf("emu: mma_16816: A must be loaded by ldsm_x4<false> and B by ldsm_x4<true>\n");
-        __trap();
-    }
-    int lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
-    for (int e = 0; e < 4; e++) {
-        int row = g + 8 * (e / 2), col = 2 * q + e % 2; /* this lane's d[e] */
-        float sum = d[e];
-        for (int kk = 0; kk < 16; kk++) {
-            float av = bf16_bits_to_float(a.m[(row / 8) + 2 * (kk / 8)][row % 8][kk % 8]);
-            float bv = bf16_bits_to_float(b.m[2 * half + kk / 8][kk % 8][col]);
-            sum += av * bv;
-        }
-        d[e] = sum;
-    }
-#else
     asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
         "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a.r[0]), "r"(a.r[1]), "r"(a.r[2]), "r"(a.r[3]), "r"(b.r[2 * half]),
           "r"(b.r[2 * half + 1]));
-#endif
 }
+#endif
 
 /* One thread's share of a stage's copies, issued tile after tile. The pieces a thread copies sit
  * at the same rows and columns of every tile, so the copier works out their offsets and bounds

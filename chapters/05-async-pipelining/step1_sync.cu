@@ -1,4 +1,4 @@
-/* gemm_sync.cu: step 1 of 4, given. The synchronous tiled GEMM on tensor cores.
+/* step1_sync.cu: step 1 of 5, given. The synchronous tiled GEMM on tensor cores.
  *
  * Each block computes a 128 x 128 tile of C with 8 warps of WMMA (16 x 16 x 16 bf16 fragments,
  * fp32 accumulators). Per step of k: every thread loads its share of the A and B tiles into
@@ -6,8 +6,9 @@
  * Nothing overlaps: while a tile's loads are in flight (hundreds of cycles from HBM) the warps
  * only wait on them, and while the warps multiply no load is in flight. With two blocks on an
  * SM the other block fills some of the gaps; that is all the overlap this rung gets.
- * Expect: well under half of cuBLAS BF16 at 4096^3 on an H200; step 2 (yours) overlaps. */
-#include "gemm_tile.cuh"
+ * Expect: the baseline of the ladder, bound by that waiting rather than by the tensor cores;
+ * step 2 (yours, step2_pipelined.cu) overlaps the loads with the math. */
+#include "tile.cuh"
 
 __global__ void __launch_bounds__(THREADS, 2)
 gemm_sync_kernel(const bf16 *__restrict__ a, const bf16 *__restrict__ b, float *__restrict__ c,
