@@ -3,7 +3,7 @@
  * (harness/flow.h).
  *
  *   shapes     { rows, cols } for a 2-D array, named "ROWSxCOLS", launched fn(d_in, d_out, rows,
- *              cols); { n } for a 1-D one, named "n = N", launched fn(d_in, d_out, n)
+ *              cols); ARRAY_N(n) for a 1-D one, named "n = N", launched fn(d_in, d_out, n)
  *   inputs     uniform in [-1, 1): rarely equal to one another, so an element that lands in the
  *              wrong place shows
  *   reference  a move (out is in, copied or transposed: exact, in the bench too, where a double
@@ -24,7 +24,8 @@
 
 #include "flow.h"
 
-struct array_shape { int rows, cols; }; /* 1-D: { n }, cols 0 */
+struct array_shape { int rows, cols; }; /* 1-D: cols 0, ARRAY_N(n) */
+#define ARRAY_N(n) { (n), 0 }
 
 enum array_dims { ARRAY_1D, ARRAY_2D };
 
