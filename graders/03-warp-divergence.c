@@ -206,18 +206,6 @@ static const struct flow_speed SPEED = {
     .reference = (flow_fn)process_divergent, .vet = vet_baseline,
 };
 
-/* ---- bench ------------------------------------------------------------------------------ */
-
-struct launch { divergence_fn fn; const float *d_in; float *d_out; int n; };
-
-static void run_rung(void *ctx)
-{
-    struct launch *l = ctx;
-    l->fn(l->d_in, l->d_out, l->n);
-}
-
-static const int BENCH_SIZES[] = { 1 << 22, 1 << 24 };
-
 /* ---- concept test (CPU backend): warp-uniform branches -----------------------------------
  * process() once on n = 16384 (512 full warps) in the instrumented build (graders/concept.h):
  * the emulator counts a branch as divergent when the lanes of one warp take both ways.
@@ -245,6 +233,18 @@ START_TEST(uniform)
                r.div_per_warp, r.divergent_branches, r.warps, CONCEPT_MAX_DIVERGENT);
 }
 END_TEST
+
+/* ---- bench ------------------------------------------------------------------------------ */
+
+struct launch { divergence_fn fn; const float *d_in; float *d_out; int n; };
+
+static void run_rung(void *ctx)
+{
+    struct launch *l = ctx;
+    l->fn(l->d_in, l->d_out, l->n);
+}
+
+static const int BENCH_SIZES[] = { 1 << 22, 1 << 24 };
 
 static int cmp_float(const void *a, const void *b)
 {
