@@ -25,7 +25,7 @@ static const struct gemm_shape GPU_SHAPES[] = {
 static const struct gemm_shape CPU_SHAPES[] = {
     { 1, 1, 1 }, { 17, 33, 9 }, { 1000, 999, 1001 }, { 256, 256, 256 }, { 3001, 517, 37 },
 };
-static const struct flow_shapes SHAPES = { GPU_SHAPES, CPU_SHAPES, 5 };
+static const struct flow_shapes SHAPES = { GPU_SHAPES, CPU_SHAPES, .n = 5 };
 
 static const struct gemm_kind MATMUL = {
     GEMM_FLOW, .input = GEMM_F32,
@@ -56,7 +56,7 @@ static void verdict(int slot, const void *shape, const struct flow_times *t)
 static const struct gemm_shape SPEED_SHAPE = { 1024, 1024, 1024 };
 static const struct flow_speed SPEED = {
     "speed", &MATMUL.kind, &SPEED_SHAPE, (flow_fn)matmul, (flow_fn)matmul_uncoalesced, NULL,
-    "matmul", 2, 10, 120, verdict,
+    "matmul", 2, 10, 120, .verdict = verdict,
 };
 
 static const struct gemm_shape BENCH_SHAPES[] = {
@@ -68,7 +68,8 @@ static int bench(const char *path)
 {
     struct flow_rung rungs[64];
     for (int v = 0; v < MATMUL_NUM_RUNGS && v < 64; v++)
-        rungs[v] = (struct flow_rung){ MATMUL_RUNGS[v].name, (flow_fn)MATMUL_RUNGS[v].fn };
+        rungs[v] = (struct flow_rung){ .name = MATMUL_RUNGS[v].name,
+                                       .fn = (flow_fn)MATMUL_RUNGS[v].fn };
     return gemm_bench(CHAPTER, &MATMUL, BENCH_SHAPES, 5, rungs, MATMUL_NUM_RUNGS, path);
 }
 

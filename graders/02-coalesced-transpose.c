@@ -10,13 +10,15 @@
  *
  * Bandwidth is counted as a transpose must move it: rows * cols floats read and as many
  * written, 2 * rows * cols * 4 bytes, whatever the kernel really moved.
+ *
+ * The choreography is harness/flow.c's, the problem graders/array_family.c's; here, the facts,
+ * the hints and the concept tests.
  */
 #define _POSIX_C_SOURCE 200809L /* popen, readlink: graders/concept.h */
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
-#include "grade.h"
+#include "array_family.h"
 #include "transpose.h"
 #include "concept.h"
 
@@ -25,75 +27,24 @@
 #define SPEED_SIZE 8192
 #define TILE 32 /* the tile the hints talk about: the one the starter and the solution use */
 
-struct shape { int rows, cols; };
-
 /* Edge shapes: one element, a single row and a single column one past a power of two (a grid
  * with x and y swapped covers neither), a shape under two tiles in each direction, sizes just
  * off the tile, a square that fills the GPU, and a rectangle that is a multiple of nothing. */
-static const struct shape GPU_SHAPES[] = {
+static const struct array_shape GPU_SHAPES[] = {
     { 1, 1 }, { 1, 4097 }, { 4097, 1 }, { 33, 17 }, { 1000, 999 }, { 8192, 8192 }, { 3000, 7001 },
 };
 /* On the CPU backend the two large shapes shrink; the edge cases stay. */
-static const struct shape CPU_SHAPES[] = {
+static const struct array_shape CPU_SHAPES[] = {
     { 1, 1 }, { 1, 4097 }, { 4097, 1 }, { 33, 17 }, { 1000, 999 }, { 1024, 1024 }, { 300, 701 },
 };
-#define NSHAPES ((int)(sizeof GPU_SHAPES / sizeof GPU_SHAPES[0]))
+static const struct flow_shapes SHAPES = { GPU_SHAPES, CPU_SHAPES, 7, .plain_titles = 1 };
 
-static int CORRECT, SPEED, COALESCED, CONFLICT_FREE;
-
-static const struct shape *shapes(void)
-{
-    return gpu_times_are_real() ? GPU_SHAPES : CPU_SHAPES;
-}
-
-/* Host and device buffers of one problem. The reference is the input itself, read
- * transposed: ref(c, r) = in(r, c), in double for compare_f32. */
-struct problem {
-    struct shape s;
-    float *h_in, *h_out;
-    double *ref;
-    float *d_in, *d_out;
-};
-
-static void problem_init(struct problem *p, struct shape s, int with_ref)
-{
-    p->s = s;
-    size_t n = (size_t)s.rows * s.cols;
-    p->h_in = xmalloc(n * sizeof(float));
-    p->h_out = xmalloc(n * sizeof(float));
-    p->ref = with_ref ? xmalloc(n * sizeof(double)) : NULL;
-    p->d_in = dbuf_alloc(n * sizeof(float), "d_in");
-    p->d_out = dbuf_alloc(n * sizeof(float), "d_out");
-}
-
-/* Fresh inputs, their reference, and a poisoned out. Random floats in [-1, 1) are rarely
- * equal to one another, so an element that lands in the wrong place shows. */
-static void problem_fill(struct problem *p, struct rng *r)
-{
-    struct shape s = p->s;
-    size_t n = (size_t)s.rows * s.cols;
-    rng_fill_f32(r, p->h_in, n, -1.0f, 1.0f);
-    if (p->ref)
-        for (int row = 0; row < s.rows; row++)
-            for (int col = 0; col < s.cols; col++)
-                p->ref[(size_t)col * s.rows + row] = p->h_in[(size_t)row * s.cols + col];
-    to_device(p->d_in, p->h_in, n * sizeof(float));
-    dbuf_poison(p->d_out);
-}
-
-static void problem_free(struct problem *p)
-{
-    dbuf_free(p->d_in);
-    dbuf_free(p->d_out);
-    free(p->h_in);
-    free(p->h_out);
-    free(p->ref);
-}
+static int COALESCED, CONFLICT_FREE;
 
 /* ---- hints: where did the wrong elements come from? --------------------------------------- */
 
 /* in(r, c), or NaN outside in (which no output element equals). */
-static double in_at(const struct problem *p, long r, long c)
+static double in_at(const struct array_problem *p, long r, long c)
 {
     if (r < 0 || c < 0 || r >= p->s.rows || c >= p->s.cols)
         return NAN;
@@ -104,7 +55,7 @@ static double in_at(const struct problem *p, long r, long c)
  * (orow, ocol) should be in(ocol, orow); each bug reads something else. */
 enum bug { AS_COPY, TILE_NOT_TRANSPOSED, TILES_NOT_MOVED, NBUGS };
 
-static double bug_source(const struct problem *p, enum bug b, long orow, long ocol)
+static double bug_source(const struct array_problem *p, enum bug b, long orow, long ocol)
 {
     long ti = orow / TILE, tj = ocol / TILE, i = orow % TILE, j = ocol % TILE;
     switch (b) {
@@ -135,11 +86,11 @@ static const char *const BUG_HINT[NBUGS] = {
  * never written), else the indexing to check. A bug explains an element when the element holds
  * exactly the value that bug would have put there; elements whose source under that bug lies
  * outside in (stale shared memory) say nothing either way. */
-static void transpose_hint(const struct problem *p, const struct cmp_result *c, char *buf,
+static void transpose_hint(const struct array_problem *p, const struct cmp_result *c, char *buf,
                            size_t len)
 {
-    struct shape s = p->s;
-    size_t n = (size_t)s.rows * s.cols;
+    struct array_shape s = p->s;
+    size_t n = p->n;
     size_t written_wrong = 0, applies[NBUGS] = { 0 }, explained[NBUGS] = { 0 };
     for (size_t k = 0; k < n; k++) {
         double want = p->ref[k], got = p->h_out[k];
@@ -171,60 +122,14 @@ static void transpose_hint(const struct problem *p, const struct cmp_result *c, 
              s.rows == s.cols ? "" : " (a square shape may pass where this one fails)");
 }
 
-/* Copy out back and compare it, exactly; on a mismatch, fail the test with the first wrong
- * elements and a hint. `what` names the run ("transpose", "transpose after timing"). */
-static void problem_check(struct problem *p, int slot, const char *what)
-{
-    struct shape s = p->s;
-    char guard[256];
-    if (dbuf_check_guards(p->d_out, guard, sizeof guard) != 0) {
-        grade_hint(slot, "a thread of a partial tile stored outside out: the write needs its own "
-                         "bounds check, with the roles swapped (a row of out < cols, a column "
-                         "of out < rows)");
-        ck_abort_msg("%dx%d: %s: %s", s.rows, s.cols, what, guard);
-    }
-    if (dbuf_check_guards(p->d_in, guard, sizeof guard) != 0) {
-        grade_hint(slot, "the kernel wrote around in, which it only reads: are in and out "
-                         "swapped somewhere?");
-        ck_abort_msg("%dx%d: %s: %s", s.rows, s.cols, what, guard);
-    }
-    size_t n = (size_t)s.rows * s.cols;
-    to_host(p->h_out, p->d_out, n * sizeof(float));
-    /* out has `rows` columns: the positions in messages are (row of out, column of out) */
-    struct cmp_result c = compare_f32(p->h_out, p->ref, NULL, n, (size_t)s.rows, 0.0, 0.0);
-    if (c.bad == 0)
-        return;
-    char desc[512], hint[400];
-    cmp_describe(&c, (size_t)s.rows, desc, sizeof desc);
-    transpose_hint(p, &c, hint, sizeof hint);
-    grade_hint(slot, "%s", hint);
-    ck_abort_msg("%dx%d: %s: %s (positions are (row, col) of out, which is %dx%d)", s.rows,
-                 s.cols, what, desc, s.cols, s.rows);
-}
-
-START_TEST(correct)
-{
-    int slot = CORRECT + _i;
-    if (grade_quick_skip(slot, (double)shapes()[_i].rows * shapes()[_i].cols, "elements"))
-        return;
-    struct rng r = grade_rng(slot);
-    struct problem p;
-    problem_init(&p, shapes()[_i], 1);
-    /* twice, on different inputs: a kernel that remembers an answer fails the second; on
-     * the CPU backend the second run also shuffles the order threads meet at barriers */
-    for (int round = 0; round < 2; round++) {
-        const char *what = "transpose";
-        if (round == 1)
-            what = gpu_shuffle_schedule(rng_next(&r)) ? "transpose, second run, shuffled schedule"
-                                                      : "transpose, second run";
-        problem_fill(&p, &r);
-        transpose(p.d_in, p.d_out, p.s.rows, p.s.cols);
-        gpu_sync();
-        problem_check(&p, slot, what);
-    }
-    problem_free(&p);
-}
-END_TEST
+static const struct array_kind TRANSPOSE = {
+    ARRAY_FLOW, .dims = ARRAY_2D, .move = ARRAY_TRANSPOSE,
+    .guard_hint = "a thread of a partial tile stored outside out: the write needs its own bounds "
+                  "check, with the roles swapped (a row of out < cols, a column of out < rows)",
+    .hint = transpose_hint,
+};
+/* what the copy kernel's output is checked as in the bench */
+static const struct array_kind COPY = { ARRAY_FLOW, .dims = ARRAY_2D, .move = ARRAY_COPY };
 
 /* ---- concept tests -------------------------------------------------------------------------
  * This chapter's two ideas, graded on the CPU backend's counters (graders/concept.h): transpose()
@@ -298,52 +203,23 @@ END_TEST
 
 /* ---- speed ------------------------------------------------------------------------------ */
 
-struct launch { transpose_fn fn; struct problem *p; };
-
-static void run_fn(void *ctx)
-{
-    struct launch *l = ctx;
-    l->fn(l->p->d_in, l->p->d_out, l->p->s.rows, l->p->s.cols);
-}
-
 /* What a transpose must move, 2 * rows * cols * 4 bytes, over the time: GB/s. */
-static double gbs(struct shape s, double ms)
+static double gbs(struct array_shape s, double ms)
 {
-    return 2.0 * s.rows * s.cols * sizeof(float) / (ms * 1e-3) / 1e9;
+    return array_bytes(&s) / (ms * 1e-3) / 1e9;
 }
 
-START_TEST(speed)
+static void verdict(int slot, const void *shape, const struct flow_times *t)
 {
-    int slot = SPEED;
-    struct rng r = grade_rng(slot);
-    struct problem p;
-    problem_init(&p, (struct shape){ SPEED_SIZE, SPEED_SIZE }, 1);
-    problem_fill(&p, &r);
-
-    /* a kernel is timed only once it is right, and out is poisoned before each kernel's runs,
-     * so the check after timing sees what that kernel wrote and nothing else */
-    transpose(p.d_in, p.d_out, p.s.rows, p.s.cols);
-    gpu_sync();
-    problem_check(&p, slot, "transpose (speed is graded once it is correct)");
-
-    struct launch copy = { copy_same_bytes, &p }, naive = { transpose_naive, &p },
-                  yours = { transpose, &p };
-    struct timing tc = gpu_time(run_fn, &copy, 3, 20);
-    dbuf_poison(p.d_out);
-    struct timing tn = gpu_time(run_fn, &naive, 3, 20);
-    dbuf_poison(p.d_out);
-    struct timing ty = gpu_time(run_fn, &yours, 3, 20);
-    problem_check(&p, slot, "transpose after timing"); /* out holds the last timed run's */
-
-    struct shape s = p.s;
-    double share = tc.median_ms / ty.median_ms; /* your GB/s over the copy's */
+    struct array_shape s = *(const struct array_shape *)shape;
+    double tc = t->ceiling.median_ms, tn = t->base.median_ms, ty = t->yours.median_ms;
+    double share = tc / ty; /* your GB/s over the copy's */
     grade_note(slot, "yours %.0f GB/s = %.0f%% of the copy kernel's %.0f GB/s (needs %.0f%%); "
                      "the naive transpose %.0f GB/s, so yours is %.1fx it",
-               gbs(s, ty.median_ms), 100.0 * share, gbs(s, tc.median_ms), 100.0 * NEEDS_OF_COPY,
-               gbs(s, tn.median_ms), tn.median_ms / ty.median_ms);
+               gbs(s, ty), 100.0 * share, gbs(s, tc), 100.0 * NEEDS_OF_COPY, gbs(s, tn), tn / ty);
     grade_summary("%.0f%% of the copy kernel (needs %.0f%%)", 100.0 * share,
                   100.0 * NEEDS_OF_COPY);
-    if (ty.median_ms > 0.5 * tn.median_ms)
+    if (ty > 0.5 * tn)
         grade_hint(slot, "under 2x the naive transpose: one side of yours still walks a column "
                          "of global memory. Stage a 32x32 tile in shared memory so that a warp "
                          "reads a row of in and writes a row of out (128 bytes each)");
@@ -351,85 +227,42 @@ START_TEST(speed)
         grade_hint(slot, "both global sides look coalesced; now the shared memory: a warp that "
                          "reads a column of a [32][32] float tile hits one bank 32 times. Pad "
                          "the tile to [32][33], or swizzle the column index (c ^ r)");
-    problem_free(&p);
     ck_assert_msg(share >= NEEDS_OF_COPY,
                   "%dx%d: yours %.3f ms (%.0f GB/s), the copy kernel %.3f ms (%.0f GB/s): "
                   "%.0f%%, needs %.0f%%",
-                  s.rows, s.cols, ty.median_ms, gbs(s, ty.median_ms), tc.median_ms,
-                  gbs(s, tc.median_ms), 100.0 * share, 100.0 * NEEDS_OF_COPY);
+                  s.rows, s.cols, ty, gbs(s, ty), tc, gbs(s, tc), 100.0 * share,
+                  100.0 * NEEDS_OF_COPY);
 }
-END_TEST
+
+/* the copy first, then the naive transpose and yours, 3 warm-up runs and 20 timed each */
+static const struct array_shape SPEED_SHAPE = { SPEED_SIZE, SPEED_SIZE };
+static const struct flow_speed SPEED = {
+    "bandwidth", &TRANSPOSE.kind, &SPEED_SHAPE, (flow_fn)transpose, (flow_fn)transpose_naive,
+    (flow_fn)copy_same_bytes, "transpose", 3, 20, 120, verdict,
+    .order = { FLOW_CEILING, FLOW_BASE, FLOW_YOURS },
+};
 
 /* ---- bench ------------------------------------------------------------------------------ */
 
-static const int BENCH_SIZES[] = { 1024, 2048, 4096, 8192, 16384 };
+static const struct array_shape BENCH_SHAPES[] = {
+    { 1024, 1024 }, { 2048, 2048 }, { 4096, 4096 }, { 8192, 8192 }, { 16384, 16384 },
+};
 
-/* Exact check of a bench run without a double reference (16384^2 would need 2 GiB of it):
- * the index of the first wrong element of out, or -1. `copy`: out should equal in. */
-static long bench_first_wrong(const struct problem *p, int copy)
-{
-    struct shape s = p->s;
-    for (long row = 0; row < s.rows; row++)
-        for (long col = 0; col < s.cols; col++) {
-            size_t k = copy ? (size_t)row * s.cols + col : (size_t)col * s.rows + row;
-            if (memcmp(&p->h_out[k], &p->h_in[(size_t)row * s.cols + col], sizeof(float)))
-                return (long)k;
-        }
-    return -1;
-}
-
+/* every rung, then the ceiling, on the same input in one run */
 static int bench(const char *path)
 {
-    struct device_info info;
-    struct results out;
-    if (bench_begin(path, &out, &info) != 0)
-        return EXIT_FAILURE;
-    struct rng r;
-    rng_init(&r, harness_seed());
-    printf("%-12s %-10s %10s %10s\n", "shape", "kernel", "ms", "GB/s");
-    for (size_t i = 0; i < sizeof BENCH_SIZES / sizeof BENCH_SIZES[0]; i++) {
-        int sz = BENCH_SIZES[i];
-        struct problem p;
-        problem_init(&p, (struct shape){ sz, sz }, 0);
-        problem_fill(&p, &r);
-        char shape[32];
-        snprintf(shape, sizeof shape, "%dx%d", sz, sz);
-        /* every rung, then the ceiling, on the same input in one run */
-        for (int v = 0; v <= TRANSPOSE_NUM_RUNGS; v++) {
-            int is_copy = v == TRANSPOSE_NUM_RUNGS;
-            struct launch l = { is_copy ? copy_same_bytes : TRANSPOSE_RUNGS[v].fn, &p };
-            const char *name = is_copy ? "copy" : TRANSPOSE_RUNGS[v].name;
-            dbuf_poison(p.d_out);
-            struct timing t = gpu_time(run_fn, &l, 3, 20);
-            to_host(p.h_out, p.d_out, (size_t)sz * sz * sizeof(float));
-            long k = bench_first_wrong(&p, is_copy);
-            if (k >= 0) {
-                fprintf(stderr, "bench: %s at %s is wrong: out[%ld] = %g\n", name, shape, k,
-                        p.h_out[k]);
-                return EXIT_FAILURE;
-            }
-            double g = gbs(p.s, t.median_ms);
-            results_row(&out, CHAPTER, name, shape, t.median_ms, g, 0.0);
-            printf("%-12s %-10s %10.4f %10.1f\n", shape, name, t.median_ms, g);
-            fflush(stdout);
-        }
-        problem_free(&p);
-    }
-    results_close(&out);
-    printf("bench: wrote %s\n", path);
-    return EXIT_SUCCESS;
+    struct flow_rung rungs[64];
+    int n = 0;
+    for (; n < TRANSPOSE_NUM_RUNGS && n < 63; n++)
+        rungs[n] = (struct flow_rung){ .name = TRANSPOSE_RUNGS[n].name,
+                                       .fn = (flow_fn)TRANSPOSE_RUNGS[n].fn };
+    rungs[n++] = (struct flow_rung){ "copy", (flow_fn)copy_same_bytes, .arg = &COPY };
+    return array_bench(CHAPTER, &TRANSPOSE, BENCH_SHAPES, 5, rungs, n, 3, 20, path);
 }
 
 static void add_tests(Suite *s)
 {
-    char titles[NSHAPES][64];
-    const char *t[NSHAPES];
-    for (int i = 0; i < NSHAPES; i++) {
-        struct shape sh = shapes()[i];
-        snprintf(titles[i], sizeof titles[i], "correct %dx%d", sh.rows, sh.cols);
-        t[i] = titles[i];
-    }
-    CORRECT = grader_add(s, "correct", correct, t, NSHAPES, 120);
+    flow_add_correct(s, &TRANSPOSE.kind, &SHAPES, (flow_fn)transpose, "transpose");
     /* concept tests (see "concept tests" above): CPU backend only; on a GPU, Nsight Compute
      * counts the same things (make profile CH=02 BACKEND=cuda) and the speed test grades */
     if (concept_here()) {
@@ -446,7 +279,7 @@ static void add_tests(Suite *s)
                                      "on a GPU, make profile CH=02 BACKEND=cuda shows Nsight "
                                      "Compute's count");
     }
-    SPEED = grader_add_timed(s, "bandwidth", speed, "bandwidth at 8192x8192", 120);
+    flow_add_speed(s, &SPEED);
 }
 
 int main(int argc, char **argv)

@@ -14,14 +14,17 @@
  * outputs near zero): room for a compiler that ever splits an fmaf, and more than six orders
  * of magnitude below what any wrong mapping produces (path A's output is about 450 x, path
  * B's about 0.55 x + 0.18, and two neighbouring inputs differ by about 0.5).
+ *
+ * The choreography is harness/flow.c's, the problem graders/array_family.c's; here, the facts,
+ * the references, the hints, the concept test and the bench.
  */
 #define _POSIX_C_SOURCE 200809L /* popen, readlink: graders/concept.h */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "array_family.h"
 #include "divergence.h"
-#include "grade.h"
 #include "concept.h"
 
 #define CHAPTER "03-warp-divergence"
@@ -31,18 +34,17 @@
 #define ATOL 1e-5
 
 /* Odd sizes, sizes just off a warp and off a pair of warps, one that is even (the last pair
- * complete but for one odd element), and a large one that fills the GPU many times over. */
-static const int GPU_SIZES[] = { 1, 2, 31, 33, 97, 4099, 1000003 };
-/* On the CPU backend the large size shrinks; the edge cases stay. */
-static const int CPU_SIZES[] = { 1, 2, 31, 33, 97, 4099, 100003 };
-#define NSIZES ((int)(sizeof GPU_SIZES / sizeof GPU_SIZES[0]))
+ * complete but for one odd element), and a large one that fills the GPU many times over. On
+ * the CPU backend the large size shrinks; the edge cases stay. */
+static const struct array_shape GPU_SIZES[] = {
+    ARRAY_N(1), ARRAY_N(2), ARRAY_N(31), ARRAY_N(33), ARRAY_N(97), ARRAY_N(4099), ARRAY_N(1000003),
+};
+static const struct array_shape CPU_SIZES[] = {
+    ARRAY_N(1), ARRAY_N(2), ARRAY_N(31), ARRAY_N(33), ARRAY_N(97), ARRAY_N(4099), ARRAY_N(100003),
+};
+static const struct flow_shapes SIZES = { GPU_SIZES, CPU_SIZES, 7, .plain_titles = 1 };
 
-static int CORRECT, SPEED, UNIFORM;
-
-static const int *sizes(void)
-{
-    return gpu_times_are_real() ? GPU_SIZES : CPU_SIZES;
-}
+static int UNIFORM;
 
 /* ---- references ------------------------------------------------------------------------- */
 
@@ -83,57 +85,19 @@ static void reference(enum rung_output kind, const float *in, int n, double *ref
         ref[i] = ref_element(kind, i, in[i]);
 }
 
-/* ---- one problem: input, output, reference ------------------------------------------------ */
-
-struct problem {
-    int n;
-    float *h_in, *h_out;
-    double *ref;
-    float *d_in, *d_out;
-};
-
-static void problem_init(struct problem *p, int n)
-{
-    p->n = n;
-    p->h_in = xmalloc((size_t)n * sizeof(float));
-    p->h_out = xmalloc((size_t)n * sizeof(float));
-    p->ref = xmalloc((size_t)n * sizeof(double));
-    p->d_in = dbuf_alloc((size_t)n * sizeof(float), "d_in");
-    p->d_out = dbuf_alloc((size_t)n * sizeof(float), "d_out");
-}
-
-/* Fresh inputs in [-1, 1), their reference when `with_ref`, and a poisoned output. */
-static void problem_fill(struct problem *p, struct rng *r, int with_ref)
-{
-    rng_fill_f32(r, p->h_in, (size_t)p->n, -1.0f, 1.0f);
-    if (with_ref)
-        reference(OUT_PROCESS, p->h_in, p->n, p->ref, NULL);
-    to_device(p->d_in, p->h_in, (size_t)p->n * sizeof(float));
-    dbuf_poison(p->d_out);
-}
-
-static void problem_free(struct problem *p)
-{
-    dbuf_free(p->d_in);
-    dbuf_free(p->d_out);
-    free(p->h_in);
-    free(p->h_out);
-    free(p->ref);
-}
-
 /* A guess at the cause from the wrong elements: unwritten ones, and written ones that hold
  * the OTHER path's result for their own input (the parity of the thread or of the warp was
  * used where the element's parity belongs). Looks at up to 256 wrong elements. */
-static void process_hint(const struct problem *p, const struct cmp_result *c, char *hint,
+static void process_hint(const struct array_problem *p, const struct cmp_result *c, char *hint,
                          size_t len)
 {
-    hint[0] = '\0';
+    int n = (int)p->n;
     if (c->unwritten == c->checked) { /* nothing written: the TODO, or no launch */
-        cmp_hint(c, (size_t)p->n, 0, hint, len);
+        cmp_hint(c, (size_t)n, 0, hint, len);
         return;
     }
     size_t seen = 0, swapped = 0, other = 0;
-    for (size_t i = 0; i < (size_t)p->n && seen < 256; i++) {
+    for (size_t i = 0; i < (size_t)n && seen < 256; i++) {
         float got = p->h_out[i], want = (float)p->ref[i];
         if (isnan(got) || fabs((double)got - want) <= ATOL + RTOL * fabs((double)want))
             continue;
@@ -152,17 +116,17 @@ static void process_hint(const struct problem *p, const struct cmp_result *c, ch
                             "each lane was given", swapped, seen);
         return;
     }
-    if (c->unwritten && c->unwritten == c->bad && p->n > 32 &&
-        c->unwritten * 5 >= (size_t)p->n * 2 && c->unwritten * 5 <= (size_t)p->n * 3) {
+    if (c->unwritten && c->unwritten == c->bad && n > 32 &&
+        c->unwritten * 5 >= (size_t)n * 2 && c->unwritten * 5 <= (size_t)n * 3) {
         snprintf(hint, len, "%zu of %d elements were never written: about half. Is one parity "
                             "missing, or does each thread think it owns two elements? Count "
                             "the threads the grid starts and the elements your mapping reaches",
-                 c->unwritten, p->n);
+                 c->unwritten, n);
         return;
     }
     if (c->unwritten && c->unwritten == c->bad) {
         size_t first = 0;
-        while (first < (size_t)p->n && !isnan(p->h_out[first]))
+        while (first < (size_t)n && !isnan(p->h_out[first]))
             first++;
         snprintf(hint, len, "%zu elements were never written (still NaN), the first at [%zu]: "
                             "which thread does your mapping give it, and does that thread "
@@ -177,131 +141,70 @@ static void process_hint(const struct problem *p, const struct cmp_result *c, ch
                             "Write out which elements threads 0-63 take: each must appear once");
         return;
     }
-    cmp_hint(c, (size_t)p->n, 0, hint, len);
+    cmp_hint(c, (size_t)n, 0, hint, len);
     if (!hint[0])
         snprintf(hint, len, "element i must be path_a(in[i]) for even i and path_b(in[i]) "
                             "for odd i: compute the element index first, then read in[i], "
                             "and write out[i] with the same i");
 }
 
-/* Copy the output back and compare it with p->ref; on a mismatch, fail the test with the
- * first wrong elements and a hint. `what` names the run. */
-static void problem_check(struct problem *p, int slot, const char *what)
+static void process_reference(const struct array_problem *p)
 {
-    char guard[256];
-    if (dbuf_check_guards(p->d_out, guard, sizeof guard) != 0) {
-        grade_hint(slot, "a thread whose element is past the end still stored: with a remap, "
-                         "an element index can reach n while the thread index is below n. "
-                         "Bound the element index, i >= n, before the load and the store");
-        ck_abort_msg("n = %d: %s: %s", p->n, what, guard);
-    }
-    to_host(p->h_out, p->d_out, (size_t)p->n * sizeof(float));
-    struct cmp_result c = compare_f32(p->h_out, p->ref, NULL, (size_t)p->n, 0, RTOL, ATOL);
-    if (c.bad == 0)
-        return;
-    char desc[512], hint[600];
-    cmp_describe(&c, 0, desc, sizeof desc);
-    process_hint(p, &c, hint, sizeof hint);
-    grade_hint(slot, "%s", hint);
-    ck_abort_msg("n = %d: %s: %s", p->n, what, desc);
+    reference(OUT_PROCESS, p->h_in, (int)p->n, p->ref, NULL);
 }
 
-START_TEST(correct)
-{
-    int slot = CORRECT + _i;
-    if (grade_quick_skip(slot, sizes()[_i], "elements"))
-        return;
-    struct rng r = grade_rng(slot);
-    struct problem p;
-    problem_init(&p, sizes()[_i]);
-    /* twice, on different inputs: a kernel that remembers an answer fails the second; on
-     * the CPU backend the second run also shuffles the order threads meet at barriers */
-    for (int round = 0; round < 2; round++) {
-        const char *what = "process";
-        if (round == 1)
-            what = gpu_shuffle_schedule(rng_next(&r)) ? "process, second run, shuffled schedule"
-                                                      : "process, second run";
-        problem_fill(&p, &r, 1);
-        process(p.d_in, p.d_out, p.n);
-        gpu_sync();
-        problem_check(&p, slot, what);
-    }
-    problem_free(&p);
-}
-END_TEST
+static const struct array_kind PROCESS = {
+    ARRAY_FLOW, .dims = ARRAY_1D, .reference = process_reference, .rtol = RTOL, .atol = ATOL,
+    .guard_hint = "a thread whose element is past the end still stored: with a remap, an "
+                  "element index can reach n while the thread index is below n. Bound the "
+                  "element index, i >= n, before the load and the store",
+    .hint = process_hint,
+};
 
 /* ---- speed (GPU only) -------------------------------------------------------------------- */
 
-struct launch { divergence_fn fn; const float *d_in; float *d_out; int n; };
-
-static void run_rung(void *ctx)
+/* The CPU would take minutes over 2^24 chains of 512 FMAs, so the reference at this size is
+ * the given baseline's own output (the same fmaf chains, so the same bits), itself checked
+ * against the CPU on 4096 elements spread over the array. */
+static void vet_baseline(void *pp, struct rng *r, int slot)
 {
-    struct launch *l = ctx;
-    l->fn(l->d_in, l->d_out, l->n);
+    const struct array_problem *p = pp;
+    (void)slot;
+    for (size_t k = 0; k < 4096; k++) {
+        size_t i = k == 0 ? p->n - 1 : (size_t)(rng_next(r) % (uint64_t)p->n);
+        double want = ref_element(OUT_PROCESS, i, p->h_in[i]);
+        ck_assert_msg(fabs(p->ref[i] - want) <= ATOL + RTOL * fabs(want),
+                      "the baseline process_divergent is wrong at [%zu]: %.7g, want %.7g "
+                      "(is process_divergent.cu as given?)", i, p->ref[i], want);
+    }
 }
 
-START_TEST(speed)
+static void verdict(int slot, const void *shape, const struct flow_times *t)
 {
-    int slot = SPEED;
-    struct rng r = grade_rng(slot);
-    struct problem p;
-    problem_init(&p, SPEED_N);
-    problem_fill(&p, &r, 0);
-
-    /* The CPU would take minutes over 2^24 chains of 512 FMAs, so the reference at this size
-     * is the given baseline's own output (the same fmaf chains, so the same bits), itself
-     * checked against the CPU on 4096 elements spread over the array. */
-    process_divergent(p.d_in, p.d_out, p.n);
-    gpu_sync();
-    to_host(p.h_out, p.d_out, (size_t)p.n * sizeof(float));
-    for (size_t i = 0; i < (size_t)p.n; i++)
-        p.ref[i] = p.h_out[i];
-    for (size_t k = 0; k < 4096; k++) {
-        size_t i = k == 0 ? (size_t)p.n - 1 : (size_t)(rng_next(&r) % (uint64_t)p.n);
-        double want = ref_element(OUT_PROCESS, i, p.h_in[i]);
-        ck_assert_msg(fabs(p.ref[i] - want) <= ATOL + RTOL * fabs(want),
-                      "the baseline process_divergent is wrong at [%zu]: %.7g, want %.7g "
-                      "(is process_divergent.cu as given?)", i, p.ref[i], want);
-    }
-
-    /* a kernel is timed only once it is right, and the output is poisoned before each
-     * kernel's runs, so the check after timing sees what that kernel wrote and nothing else */
-    dbuf_poison(p.d_out);
-    process(p.d_in, p.d_out, p.n);
-    gpu_sync();
-    problem_check(&p, slot, "process (speed is graded once it is correct)");
-
-    struct launch base = { process_divergent, p.d_in, p.d_out, p.n };
-    struct launch yours = { process, p.d_in, p.d_out, p.n };
-    struct launch ceil = { parity_warp, p.d_in, p.d_out, p.n };
-    dbuf_poison(p.d_out);
-    struct timing tb = gpu_time(run_rung, &base, 2, 10);
-    dbuf_poison(p.d_out);
-    struct timing ty = gpu_time(run_rung, &yours, 2, 10);
-    problem_check(&p, slot, "process after timing"); /* the last timed run's output */
-    struct timing tc = gpu_time(run_rung, &ceil, 2, 10);
-
-    double ratio = tb.median_ms / ty.median_ms;
+    (void)shape;
+    double tb = t->base.median_ms, ty = t->yours.median_ms, tc = t->ceiling.median_ms;
+    double ratio = tb / ty;
     grade_note(slot, "yours %.3f ms = %.2fx the divergent %.3f ms (needs %.1fx); parity_warp, "
                      "the same work with no remapping, %.3f ms, so yours is %.0f%% of its "
-                     "speed", ty.median_ms, ratio, tb.median_ms, NEEDS_SPEEDUP, tc.median_ms,
-               100.0 * tc.median_ms / ty.median_ms);
+                     "speed", ty, ratio, tb, NEEDS_SPEEDUP, tc, 100.0 * tc / ty);
     grade_summary("%.2fx over divergent (needs %.1fx)", ratio, NEEDS_SPEEDUP);
     grade_hint(slot, "the output is right, so look at the branch: is it the same for all 32 "
                      "lanes of every warp? A condition on threadIdx.x %% 2, or on the element "
                      "index when consecutive lanes hold consecutive elements, is not. Make "
                      "it depend on the warp index (t / 32) and give each warp elements of "
                      "that one parity");
-    problem_free(&p);
     ck_assert_msg(ratio >= NEEDS_SPEEDUP,
-                  "n = %d: yours %.3f ms, the divergent %.3f ms: %.2fx, needs %.1fx", SPEED_N,
-                  ty.median_ms, tb.median_ms, ratio, NEEDS_SPEEDUP);
+                  "n = %d: yours %.3f ms, the divergent %.3f ms: %.2fx, needs %.1fx", SPEED_N, ty,
+                  tb, ratio, NEEDS_SPEEDUP);
 }
-END_TEST
 
-/* ---- bench ------------------------------------------------------------------------------ */
-
-static const int BENCH_SIZES[] = { 1 << 22, 1 << 24 };
+/* the reference is the baseline's output; parity_warp is the ceiling */
+static const struct array_shape SPEED_SHAPE = ARRAY_N(SPEED_N);
+static const struct flow_speed SPEED = {
+    "speed", &PROCESS.kind, &SPEED_SHAPE, (flow_fn)process, (flow_fn)process_divergent,
+    (flow_fn)parity_warp, "process", 2, 10, 120, verdict,
+    .reference = (flow_fn)process_divergent, .vet = vet_baseline,
+};
 
 /* ---- concept test (CPU backend): warp-uniform branches -----------------------------------
  * process() once on n = 16384 (512 full warps) in the instrumented build (graders/concept.h):
@@ -330,6 +233,18 @@ START_TEST(uniform)
                r.div_per_warp, r.divergent_branches, r.warps, CONCEPT_MAX_DIVERGENT);
 }
 END_TEST
+
+/* ---- bench ------------------------------------------------------------------------------ */
+
+struct launch { divergence_fn fn; const float *d_in; float *d_out; int n; };
+
+static void run_rung(void *ctx)
+{
+    struct launch *l = ctx;
+    l->fn(l->d_in, l->d_out, l->n);
+}
+
+static const int BENCH_SIZES[] = { 1 << 22, 1 << 24 };
 
 static int cmp_float(const void *a, const void *b)
 {
@@ -425,14 +340,8 @@ static int bench(const char *path)
 
 static void add_tests(Suite *s)
 {
-    char titles[NSIZES][64];
-    const char *t[NSIZES];
-    for (int i = 0; i < NSIZES; i++) {
-        snprintf(titles[i], sizeof titles[i], "correct n = %d", sizes()[i]);
-        t[i] = titles[i];
-    }
-    CORRECT = grader_add(s, "correct", correct, t, NSIZES, 120);
-    SPEED = grader_add_timed(s, "speed", speed, "speed at n = 16777217", 120);
+    flow_add_correct(s, &PROCESS.kind, &SIZES, (flow_fn)process, "process");
+    flow_add_speed(s, &SPEED);
     /* Concept tests, CPU backend (the profiling issue registers them here): divergent
      * branches per warp, counted by the emulator over process(): the remapped kernel must
      * show no branch that splits a full warp (only the last pair of warps, past n, may have

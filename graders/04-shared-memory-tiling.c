@@ -44,7 +44,7 @@ static const struct gemm_shape CPU_SHAPES[] = {
     { 1, 1, 1 }, { 31, 33, 35 }, { 1000, 999, 1001 }, { 1024, 72, 1024 }, { 3001, 517, 37 },
     { 256, 256, 256 },
 };
-static const struct flow_shapes SHAPES = { GPU_SHAPES, CPU_SHAPES, 6 };
+static const struct flow_shapes SHAPES = { GPU_SHAPES, CPU_SHAPES, .n = 6 };
 
 /* Small shapes for every rung and every tile configuration: everything odd; k and n
  * multiples of 4 but of no tile (the float4 paths, with tails in m, n and k); and n a
@@ -191,7 +191,7 @@ static void verdict(int slot, const void *shape, const struct flow_times *t)
 static const struct gemm_shape SPEED_SHAPE = { 2048, 2048, 2048 };
 static const struct flow_speed SPEED = {
     "speed", &TILED.kind, &SPEED_SHAPE, (flow_fn)matmul_tiled, (flow_fn)matmul_naive, NULL,
-    "matmul_tiled", 2, 10, 120, verdict,
+    "matmul_tiled", 2, 10, 120, .verdict = verdict,
 };
 
 static int bench(const char *path)
@@ -199,7 +199,8 @@ static int bench(const char *path)
     struct flow_rung rungs[GRADE_MAX_TESTS];
     int n = TILED_NUM_RUNGS < GRADE_MAX_TESTS ? TILED_NUM_RUNGS : GRADE_MAX_TESTS;
     for (int v = 0; v < n; v++)
-        rungs[v] = (struct flow_rung){ TILED_RUNGS[v].name, (flow_fn)TILED_RUNGS[v].fn };
+        rungs[v] = (struct flow_rung){ .name = TILED_RUNGS[v].name,
+                                       .fn = (flow_fn)TILED_RUNGS[v].fn };
     return gemm_bench(CHAPTER, &TILED, BENCH_SHAPES, NBENCH, rungs, n, path);
 }
 

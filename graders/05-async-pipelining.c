@@ -38,7 +38,7 @@ static const struct gemm_shape CPU_SHAPES[] = {
     { 1, 1, 1 }, { 17, 33, 9 }, { 100, 72, 130 }, { 200, 123, 150 }, { 264, 264, 264 },
     { 301, 517, 37 },
 };
-static const struct flow_shapes SHAPES = { GPU_SHAPES, CPU_SHAPES, 6 };
+static const struct flow_shapes SHAPES = { GPU_SHAPES, CPU_SHAPES, .n = 6 };
 
 /* Every other rung on these. The first three have k or n odd, which the TMA rungs (steps 4
  * and 5) hand to step 3; the last two have k and n multiples of 8, so the TMA rungs run their
@@ -189,7 +189,7 @@ static void verdict(int slot, const void *shape, const struct flow_times *t)
 static const struct gemm_shape SPEED_SHAPE = { SPEED_SIZE, SPEED_SIZE, SPEED_SIZE };
 static const struct flow_speed SPEED = {
     "speed", &PIPELINED_BLAS.kind, &SPEED_SHAPE, (flow_fn)gemm_pipelined, (flow_fn)gemm_sync,
-    NULL, "gemm_pipelined", 2, 10, 300, verdict,
+    NULL, "gemm_pipelined", 2, 10, 300, .verdict = verdict,
 };
 
 /* ---- the instructions are really there (GPU only, needs cuobjdump) ---------------------- */
@@ -291,7 +291,7 @@ static int bench(const char *path)
     ladder_init();
     struct flow_rung rungs[MAX_RUNGS];
     for (int v = 0; v < NUM_LADDER; v++)
-        rungs[v] = (struct flow_rung){ LADDER[v].name, (flow_fn)LADDER[v].fn };
+        rungs[v] = (struct flow_rung){ .name = LADDER[v].name, .fn = (flow_fn)LADDER[v].fn };
     /* cuBLAS first, then every rung as a share of it */
     const struct flow_bench b = {
         .chapter = CHAPTER, .kind = &PIPELINED.kind, .shapes = BENCH_SHAPES,

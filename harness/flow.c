@@ -21,7 +21,7 @@ void flow_title(const struct flow_kind *k, const struct flow_shapes *s, int i, c
     char name[64], was[64];
     k->shape_name(here, name, sizeof name);
     k->shape_name(gpu, was, sizeof was);
-    if (memcmp(here, gpu, k->shape_size) == 0)
+    if (s->plain_titles || memcmp(here, gpu, k->shape_size) == 0)
         snprintf(buf, len, "correct %s", name);
     else
         snprintf(buf, len, "correct %s (in place of the GPU's %s)", name, was);
@@ -133,7 +133,17 @@ START_TEST(flow_speed_test)
     int slot = SPEED.slot;
     struct rng r = grade_rng(slot);
     void *p = k->init(k, sp->shape);
-    k->fill(p, &r);
+    if (sp->reference) {
+        k->fill_inputs(p, &r);
+        k->launch(p, sp->reference);
+        gpu_sync();
+        k->adopt(p);
+        if (sp->vet)
+            sp->vet(p, &r, slot);
+        k->poison(p);
+    } else {
+        k->fill(p, &r);
+    }
 
     /* a kernel is timed only once it is right, and the output is poisoned before each
      * kernel's runs, so the check after timing sees what that kernel wrote and nothing else */
@@ -143,16 +153,27 @@ START_TEST(flow_speed_test)
     snprintf(what, sizeof what, "%s (speed is graded once it is correct)", sp->what);
     k->check(p, slot, what);
 
-    struct launch base = { k, p, sp->base }, yours = { k, p, sp->yours },
-                  ceil = { k, p, sp->ceiling };
+    static const enum flow_timed in_order[3] = { FLOW_BASE, FLOW_YOURS, FLOW_CEILING };
+    const enum flow_timed *order = sp->order[0] ? sp->order : in_order;
     struct flow_times t;
-    k->poison(p);
-    t.base = gpu_time(run_launch, &base, sp->warmup, sp->reps);
-    k->poison(p);
-    t.yours = gpu_time(run_launch, &yours, sp->warmup, sp->reps);
-    snprintf(what, sizeof what, "%s after timing", sp->what);
-    k->check(p, slot, what); /* the output holds the last timed run's */
-    t.ceiling = gpu_time(run_launch, &ceil, sp->warmup, sp->reps);
+    for (int i = 0; i < 3; i++) {
+        struct launch l = { k, p, order[i] == FLOW_BASE    ? sp->base
+                                  : order[i] == FLOW_YOURS ? sp->yours
+                                                           : sp->ceiling };
+        if (order[i] == FLOW_CEILING) {
+            t.ceiling = gpu_time(run_launch, &l, sp->warmup, sp->reps);
+            continue;
+        }
+        k->poison(p);
+        struct timing ti = gpu_time(run_launch, &l, sp->warmup, sp->reps);
+        if (order[i] == FLOW_BASE) {
+            t.base = ti;
+            continue;
+        }
+        t.yours = ti;
+        snprintf(what, sizeof what, "%s after timing", sp->what);
+        k->check(p, slot, what); /* the output holds the last timed run's */
+    }
     k->free(p);
     sp->verdict(slot, sp->shape, &t);
 }
@@ -194,7 +215,8 @@ int flow_bench(const struct flow_bench *b, const char *path)
         return EXIT_FAILURE;
     struct rng r;
     rng_init(&r, harness_seed());
-    printf("%-16s %-12s %10s %10s%s\n", "shape", "kernel", "ms", b->print_label,
+    int sw = b->shape_width ? b->shape_width : 16, nw = b->name_width ? b->name_width : 12;
+    printf("%-*s %-*s %10s %10s%s\n", sw, "shape", nw, "kernel", "ms", b->print_label,
            b->library_first ? "  library" : "");
     for (int i = 0; i < b->nshapes; i++) {
         const void *s = flow_shape_at(k, b->shapes, i);
@@ -207,11 +229,13 @@ int flow_bench(const struct flow_bench *b, const char *path)
         /* every rung and the library, on the same inputs in one run: the library first when
          * the rungs are shown as a share of it, else last */
         for (int v = -1; v <= b->nrungs; v++) {
-            int is_lib = b->library_first ? v == -1 : v == b->nrungs;
+            int is_lib = b->library && (b->library_first ? v == -1 : v == b->nrungs);
             if (!is_lib && (v < 0 || v >= b->nrungs))
                 continue;
             if (!is_lib && b->skip && b->skip(v, s, &info))
                 continue;
+            if (!is_lib && k->bench_select)
+                k->bench_select(p, b->rungs[v].arg);
             const char *name = is_lib ? b->library : b->rungs[v].name;
             struct launch l = { k, p, is_lib ? NULL : b->rungs[v].fn };
             k->poison(p);
@@ -224,7 +248,7 @@ int flow_bench(const struct flow_bench *b, const char *path)
             double flops = b->flops ? b->flops(s) / sec : 0.0;
             results_row(&out, b->chapter, name, shape, t.median_ms, b->bytes(s) / sec / 1e9,
                         flops / 1e9);
-            printf("%-16s %-12s %10.4f %10.1f", shape, name, t.median_ms,
+            printf("%-*s %-*s %10.4f %10.1f", sw, shape, nw, name, t.median_ms,
                    b->flops ? flops / b->print_unit : b->bytes(s) / sec / 1e9);
             if (b->library_first)
                 printf(" %7.0f%%", 100.0 * lib_ms / t.median_ms);

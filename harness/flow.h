@@ -7,10 +7,13 @@
  *   correct   each shape of a list (the GPU's or the CPU backend's), twice on fresh inputs:
  *             a kernel that remembers an answer fails the second run, and on the CPU backend
  *             the second run also shuffles the order threads meet at barriers
- *   titles    "correct 256x256x256 (in place of the GPU's 1024x1024x1024)"
- *   speed     yours checked first, then the baseline and yours timed in the same run, each
- *             after a poison, yours re-checked on what its last timed run wrote, the ceiling
- *             timed; the chapter's verdict writes the note, summary and hint and asserts
+ *   titles    "correct 256x256x256 (in place of the GPU's 1024x1024x1024)", or the shape
+ *             graded only, where a chapter's titles never named the GPU's
+ *   speed     yours checked first (against the host's reference, or a given kernel's output
+ *             where the host would take too long), then the baseline and yours timed in the
+ *             same run, each after a poison, yours re-checked on what its last timed run
+ *             wrote, the ceiling timed (first, last, or in the chapter's order); the chapter's
+ *             verdict writes the note, summary and hint and asserts
  *   bench     every rung of a table and the library, per shape: poison, time, check, one row
  *
  *   static void add_tests(Suite *s) {
@@ -46,6 +49,13 @@ struct flow_kind {
      * wrote, which prints why and returns -1 instead of failing a test */
     void (*bench_fill)(void *p, struct rng *r);
     int (*bench_check)(void *p, const char *name, const char *shape);
+    /* optional, for a speed test whose reference is a kernel's output (flow_speed.reference):
+     * fresh inputs and a poisoned output, no reference; and the output as it is made the
+     * reference */
+    void (*fill_inputs)(void *p, struct rng *r);
+    void (*adopt)(void *p);
+    /* optional, bench only: the problem set up for a rung's arg (flow_rung) before its runs */
+    void (*bench_select)(void *p, const void *arg);
 };
 
 /* Shape i of a table of the kind's shapes. */
@@ -56,13 +66,14 @@ const void *flow_shape_at(const struct flow_kind *k, const void *table, int i);
 struct flow_shapes {
     const void *gpu, *cpu;
     int n;
+    int plain_titles;           /* 1: titles name the shape graded only (flow_title) */
 };
 
 /* Shape i of the list this backend grades: the GPU's where timings are real, else the CPU's. */
 const void *flow_shape_here(const struct flow_kind *k, const struct flow_shapes *s, int i);
 
-/* "correct SHAPE", and " (in place of the GPU's SHAPE)" where this backend's shape differs,
- * into buf (len bytes). */
+/* "correct SHAPE", and " (in place of the GPU's SHAPE)" where this backend's shape differs
+ * and the titles are not plain, into buf (len bytes). */
 void flow_title(const struct flow_kind *k, const struct flow_shapes *s, int i, char *buf,
                 size_t len);
 
@@ -99,6 +110,9 @@ struct flow_times {
     struct timing base, yours, ceiling;
 };
 
+/* What the speed test times, in a chapter's order (flow_speed.order). */
+enum flow_timed { FLOW_BASE = 1, FLOW_YOURS, FLOW_CEILING };
+
 struct flow_speed {
     const char *tcase;          /* "speed": the title is "speed at SHAPE" */
     const struct flow_kind *kind;
@@ -111,6 +125,14 @@ struct flow_speed {
     /* The chapter's verdict on the times: notes, summary and hint, and the assertion. The
      * problem is freed by then; the shape is the one timed. */
     void (*verdict)(int slot, const void *shape, const struct flow_times *t);
+    /* The timing order; all 0: base, yours, ceiling. Base and yours are each timed after a
+     * poison, and yours is re-checked right after its runs. */
+    enum flow_timed order[3];
+    /* optional: the reference is this kernel's output on the inputs (kind->fill_inputs, a run,
+     * kind->adopt), where the host would take too long; then vet, the chapter's check of it
+     * against the host on a sample (it fails the test), drawing from the test's generator */
+    flow_fn reference;
+    void (*vet)(void *p, struct rng *r, int slot);
 };
 
 /* Registers sp as a timed test (grader_add_timed: SKIP on the CPU backend and in quick mode).
@@ -122,6 +144,7 @@ int flow_add_speed(Suite *s, const struct flow_speed *sp);
 struct flow_rung {
     const char *name;
     flow_fn fn;                 /* NULL: the library */
+    const void *arg;            /* optional: the kind's facts about it (kind->bench_select) */
 };
 
 struct flow_bench {
@@ -131,7 +154,7 @@ struct flow_bench {
     int nshapes;
     const struct flow_rung *rungs;
     int nrungs;
-    const char *library;        /* its row's kernel name: "cublas" */
+    const char *library;        /* its row's kernel name: "cublas"; NULL: no library row */
     int library_first;          /* 1: the library first, and every rung as a share of it */
     int warmup, reps;
     double big_work;            /* at this much work or more (kind->work; 0: never) ... */
@@ -140,6 +163,7 @@ struct flow_bench {
     double (*flops)(const void *shape);    /* and their GFLOP/s these (NULL: 0) */
     double print_unit;          /* stdout shows FLOP/s over this (1e9, 1e12) ... */
     const char *print_label;    /* ... under this label ("GFLOP/s") */
+    int shape_width, name_width;    /* stdout's first two columns (0: 16 and 12) */
     /* optional: 1 to leave rung i out at this shape (it cannot run on this device, say) */
     int (*skip)(int i, const void *shape, const struct device_info *info);
     /* optional: more rows before the file is closed; 0, or -1 to fail the bench */
@@ -147,8 +171,8 @@ struct flow_bench {
 };
 
 /* bench_begin, then per shape a problem (kind->bench_fill), and every rung and the library:
- * poison, gpu_time, bench_check (not the library's), results_row, a line on stdout. Returns
- * the exit status. */
+ * bench_select (a rung's arg, or NULL), poison, gpu_time, bench_check (not the library's),
+ * results_row, a line on stdout. Returns the exit status. */
 int flow_bench(const struct flow_bench *b, const char *path);
 
 /* A GPU must answer and its timings must be real, for a mode (bench, tune) that measures
