@@ -197,6 +197,7 @@ g_libs    = build/$1/libgraders.a build/$1/libharness.a
 $(GRADERS) $(SANITIZE_GRADERS): build/%/grade: build/$$(call p_backend,$$*)/graders/$$(call p_chapter,$$*).o \
     $$(call p_kernels,$$*) build/$$*/ident.o $$(call g_libs,$$(call p_backend,$$*)) \
     $$(if $$(call p_sanit,$$*),$(EMU_PROF_LIB),$$(call archives_of,$$(LDLIBS_$$(call p_backend,$$*)))) | $$(call p_driver,$$*)
+	@mkdir -p $(@D)
 	$(CXX) -o $@ $(filter %.o,$^) $(call g_libs,$(call p_backend,$*)) \
 	  $(if $(call p_sanit,$*),$(EMU_PROF_LIB) $(CHECK_LIBS) $(EMU_LDLIBS),$(LDLIBS_$(call p_backend,$*)))
 
@@ -208,6 +209,7 @@ PROFILES  := $(foreach b,cuda emu-prof,$(foreach s,chapters solutions,$(foreach 
              $(foreach m,$(CONCEPT_MUTANTS),build/emu-prof/mutants/$m/profile)
 $(PROFILES): build/%/profile: build/$$(call p_backend,$$*)/profile/$$(call p_chapter,$$*).o $$(call p_kernels,$$*) \
     $$(if $$(filter cuda,$$(call p_backend,$$*)),,$(EMU_PROF_LIB))
+	@mkdir -p $(@D)
 	$(CXX) -o $@ $(filter %.o,$^) $(if $(filter cuda,$(call p_backend,$*)),$(CUDART_LIBS),$(EMU_PROF_LIB) $(EMU_LDLIBS))
 
 # 3. The small programs: the device probe, the harness's own tests, the isolation demo (a
