@@ -85,6 +85,27 @@ checks "the CPU backend's profiler: sectors, wavefronts, divergence, bounds" \
 step "build every grader and known-bug kernel for the CPU backend" \
     $make_ --no-print-directory -s B=emu SIDES="chapters solutions" CHAPTERS="$CHAPTERS_ALL" \
     graders mutants build/emu/tests/isolation
+# every grader of the manifest says it is what the manifest says (the build told it: ident.h)
+described() {
+    local program kind chapter name backend path side out bad=0 n=0
+    while IFS=$'\t' read -r program kind chapter name backend path; do
+        [[ $program == grade ]] || continue
+        case $kind in
+            solution) side=solutions ;;
+            starter) side=chapters ;;
+            *) side="mutant $name" ;;
+        esac
+        out=$("$path" --describe 2>&1)
+        if [[ $out != *$'chapter\t'"$chapter"$'\n'*$'side\t'"$side"$'\n'*$'backend\t'"$backend"$'\n'*$'modes\tgrade'* ]]; then
+            echo "$path --describe:"; echo "$out"; bad=$((bad + 1))
+        fi
+        n=$((n + 1))
+    done < build/programs.tsv
+    echo "$n graders described themselves, $bad of them not as the manifest says"
+    ((n > 0 && bad == 0))
+}
+
+step "every grader describes itself as the manifest says (--describe)" described
 step "the profiler's Nsight Compute side: CSV samples, a dry run with a stand-in ncu" \
     tests/ncu_table.sh
 
