@@ -131,10 +131,11 @@ endif
 # known, built instrumented; a Check suite in C asks the runtime for each launch's totals.
 EMU_PROF_TEST_BIN := $(EMU_PROF_BUILD)/tests/emu_profile
 
+# (it judges its planted kernels with the concept tests' limits, graders/concept.h)
 $(EMU_PROF_BUILD)/tests/emu_profile.o: tests/emu_profile.c tests/capture.h tests/emu_profile_kernels.h \
-                                       tests/shared_patterns.h $(EMU_HEADERS)
+                                       tests/shared_patterns.h graders/concept.h $(EMU_HEADERS)
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 -O2 -g -Wall -Wextra -Werror $(EMU_CPPFLAGS) $(EMU_CHECK_CFLAGS) -c $< -o $@
+	$(CC) -std=c11 -O2 -g -Wall -Wextra -Werror $(EMU_CPPFLAGS) -Igraders $(EMU_CHECK_CFLAGS) -c $< -o $@
 
 $(EMU_PROF_TEST_BIN): $(EMU_PROF_BUILD)/tests/emu_profile.o $(EMU_PROF_BUILD)/tests/emu_profile_kernels.o $(EMU_PROF_LIB)
 	$(CC) -o $@ $(EMU_PROF_BUILD)/tests/emu_profile.o $(EMU_PROF_BUILD)/tests/emu_profile_kernels.o \
