@@ -22,6 +22,8 @@
 # fresh each run, so that build/grade.tsv stays what `make grade` wrote.
 set -uo pipefail
 make_=${MAKE:-make}
+# the builds run a job a processor (make's own -j; the graders' verdicts stay independent)
+jobs=-j$(nproc 2>/dev/null || echo 1)
 counts=build/test-counts.tsv
 mkdir -p build
 : > "$counts"
@@ -72,9 +74,9 @@ judged() {
 }
 
 step "compile every kernel file for sm_${ARCH:-75 80 86 89 90} (nvcc, warnings as errors)" \
-    $make_ --no-print-directory -s compile-all
+    $make_ --no-print-directory -s "$jobs" compile-all
 step "build the harness tests and every grader (starters and solutions)" \
-    $make_ --no-print-directory -s gpu-build
+    $make_ --no-print-directory -s "$jobs" gpu-build
 checks "harness tests" build/cuda/tests/harness
 
 echo
@@ -83,7 +85,7 @@ checks "the CPU backend's own tests" $make_ --no-print-directory -s emu-test
 checks "the CPU backend's profiler: sectors, wavefronts, divergence, bounds" \
     $make_ --no-print-directory -s emu-profile-test
 step "build every grader and known-bug kernel for the CPU backend" \
-    $make_ --no-print-directory -s B=emu SIDES="chapters solutions" CHAPTERS="$CHAPTERS_ALL" \
+    $make_ --no-print-directory -s "$jobs" B=emu SIDES="chapters solutions" CHAPTERS="$CHAPTERS_ALL" \
     graders mutants build/emu/tests/isolation
 # every grader of the manifest says it is what the manifest says (the build told it: ident.h)
 described() {
