@@ -421,7 +421,7 @@ int gemm_tune(const struct gemm_kind *k, const struct gemm_shape *shapes, int ns
               const struct gemm_candidate *cand, int ncand, const char *legend, const char *path)
 {
     struct device_info info;
-    if (flow_gpu_only("tune", &info) != 0)
+    if (measure_begin("tune", &info) != 0)
         return EXIT_FAILURE;
     double *ms = xmalloc((size_t)nshapes * ncand * sizeof(double));
     struct rng r;

@@ -191,21 +191,6 @@ int flow_add_speed(Suite *s, const struct flow_speed *sp)
 
 /* ---- bench ---------------------------------------------------------------------------------- */
 
-int flow_gpu_only(const char *mode, struct device_info *info)
-{
-    char why[256];
-    if (gpu_probe(info, why, sizeof why) != 0) {
-        fprintf(stderr, "%s: no GPU answered (%s): nothing to measure\n", mode, why);
-        return -1;
-    }
-    if (!gpu_times_are_real()) {
-        fprintf(stderr, "%s: the CPU backend's timings are not GPU timings; run it on a GPU "
-                        "(BACKEND=cuda)\n", mode);
-        return -1;
-    }
-    return 0;
-}
-
 int flow_bench(const struct flow_bench *b, const char *path)
 {
     const struct flow_kind *k = b->kind;

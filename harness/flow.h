@@ -175,8 +175,4 @@ struct flow_bench {
  * results_row, a line on stdout. Returns the exit status. */
 int flow_bench(const struct flow_bench *b, const char *path);
 
-/* A GPU must answer and its timings must be real, for a mode (bench, tune) that measures
- * without a results file of the harness's; prints why not and returns -1. */
-int flow_gpu_only(const char *mode, struct device_info *info);
-
 #endif

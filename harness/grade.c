@@ -529,18 +529,25 @@ int grader_main(const struct grader_spec *spec, int argc, char **argv)
     return 2;
 }
 
-int bench_begin(const char *path, struct results *out, struct device_info *info)
+int measure_begin(const char *mode, struct device_info *info)
 {
     char why[256];
     if (gpu_probe(info, why, sizeof why) != 0) {
-        fprintf(stderr, "bench: no GPU answered (%s): nothing to measure\n", why);
+        fprintf(stderr, "%s: no GPU answered (%s): nothing to measure\n", mode, why);
         return -1;
     }
     if (!gpu_times_are_real()) {
-        fprintf(stderr, "bench: the CPU backend's timings are not GPU timings; measure on a "
-                        "GPU (BACKEND=cuda)\n");
+        fprintf(stderr, "%s: the CPU backend's timings are not GPU timings; measure on a "
+                        "GPU (BACKEND=cuda)\n", mode);
         return -1;
     }
+    return 0;
+}
+
+int bench_begin(const char *path, struct results *out, struct device_info *info)
+{
+    if (measure_begin("bench", info) != 0)
+        return -1;
     if (results_open(out, path, info->name, info->driver) != 0) {
         perror(path);
         return -1;

@@ -105,8 +105,12 @@ struct grader_spec {
  * than its own), anything else prints the usage and returns 2. */
 int grader_main(const struct grader_spec *spec, int argc, char **argv);
 
-/* The start of every bench and tuning run: a GPU must answer and its timings must be real;
- * opens path for results. Returns 0, or prints why and returns -1. */
+/* The start of every run that measures (MODE "bench", "tune"): a GPU must answer and its
+ * timings must be real. Returns 0, or prints why and returns -1. */
+int measure_begin(const char *mode, struct device_info *info);
+
+/* The start of every bench: measure_begin, then path opened for results. Returns 0, or prints
+ * why and returns -1. */
 int bench_begin(const char *path, struct results *out, struct device_info *info);
 
 #endif
