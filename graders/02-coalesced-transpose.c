@@ -14,7 +14,7 @@
  * The choreography is harness/flow.c's, the problem graders/array_family.c's; here, the facts,
  * the hints and the concept tests.
  */
-#define _POSIX_C_SOURCE 200809L /* popen, readlink: graders/concept.h */
+#define _POSIX_C_SOURCE 200809L /* popen: graders/concept.h */
 #include <math.h>
 #include <stdlib.h>
 

@@ -21,7 +21,7 @@
  * and the tuner compare the same kind of sample against cuBLAS's output, with twice the
  * tolerance (both sides round). graders/gemm_family.c does all three.
  */
-#define _POSIX_C_SOURCE 200809L /* popen, readlink: graders/concept.h */
+#define _POSIX_C_SOURCE 200809L /* popen: graders/concept.h */
 #include <stdlib.h>
 #include <string.h>
 

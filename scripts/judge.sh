@@ -6,7 +6,8 @@
 #
 # The graders are the manifest's (build/programs.tsv, which make writes; the Makefile says what its
 # columns are): its rows of program "grade" for BACKEND (cuda or emu), of the chapters named, or
-# of every chapter when none is. JUDGE_MANIFEST=FILE reads another manifest of the same form.
+# of every chapter when none is. PROGRAMS=FILE reads another manifest of the same form
+# (scripts/programs.sh).
 #
 # A known-bug kernel's patch may name its symptom, an extended regex that its grader's output
 # must match: "Symptom-BACKEND: " where that backend shows it otherwise (a concept test on the CPU
@@ -22,7 +23,9 @@
 set -uo pipefail
 want=${1:?usage: scripts/judge.sh BACKEND [CHAPTER...]}
 shift
-manifest=${JUDGE_MANIFEST:-build/programs.tsv}
+# shellcheck source=scripts/programs.sh
+source "$(dirname "$0")/programs.sh"
+manifest=$programs
 [[ -r $manifest ]] || { echo "judge: $manifest: no such manifest (make writes it with the graders)" >&2; exit 2; }
 only=" $* "
 
