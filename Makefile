@@ -4,9 +4,11 @@
 #   make test                  the project's own tests
 #   make bench | plots | book  measure on a GPU, plot, build build/book.pdf
 #   make tune CH=04            on a GPU, measure the tile configurations the launchers pick from
+#   make progress              the ladder climbed so far: each chapter's steps passed
 #
-# Variables choose, not edits: CH=01 (one chapter), SOLUTIONS=1 (grade solutions/),
-# BACKEND=auto|cuda|emu, ARCH="75 80 86 89 90" (the SM versions to build for), SEED=n.
+# Variables choose, not edits: CH=01 (one chapter), STEP=3 (one step of it), SOLUTIONS=1
+# (grade solutions/), BACKEND=auto|cuda|emu, ARCH="75 80 86 89 90" (the SM versions to build
+# for), SEED=n.
 # Everything generated goes under build/. README.md says more.
 #
 # How this file is laid out: tools and flags; the chapters and their sources; how one object is
@@ -24,6 +26,7 @@ SHELL := /bin/bash
 .SECONDARY:
 
 CH        ?=
+STEP      ?=
 SOLUTIONS ?= 0
 BACKEND   ?= auto
 ARCH      ?= 75 80 86 89 90
@@ -179,6 +182,19 @@ p_kernels = $(patsubst %.cu,build/$(call p_kbuild,$1)/%.o,$(call p_sources,$1))
 p_driver  = $(strip $(if $(and $(filter emu,$(call p_backend,$1)),$(filter $(CONCEPT_CHAPTERS),$(call p_chapter,$1))),\
               build/emu-prof/$(call p_place,$1)/profile))
 
+# The references a chapter with steps gives each of its graders: the solution's kernel objects
+# linked into one (ld -r), each symbol they define renamed ref_NAME, so that a step's speed is
+# measured against the reference of the step before it whichever side is graded, and a
+# learner's functions of the same names stay theirs. build/BACKEND/solutions/CHAPTER/given.o.
+STEP_CHAPTERS := $(filter 02-% 03-% 04-% 05-%,$(CHAPTERS_ALL))
+build/%/given.o: $$(call p_kernels,$$*)
+	@mkdir -p $(@D)
+	ld -r -o $@.all $^
+	nm -g --defined-only $@.all | awk '$$2 ~ /^[TDRB]$$/ { print $$3, "ref_" $$3 }' > $@.syms
+	objcopy --redefine-syms=$@.syms $@.all $@
+	rm -f $@.all $@.syms
+p_given   = $(if $(filter $(STEP_CHAPTERS),$(call p_chapter,$1)),build/$(call p_kbuild,$1)/solutions/$(call p_chapter,$1)/given.o)
+
 build/%/ident.o: harness/ident.c harness/ident.h Makefile
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -DGRADE_CHAPTER='"$(call p_chapter,$*)"' -DGRADE_SIDE='"$(call p_side,$*)"' \
@@ -195,7 +211,7 @@ SANITIZE_GRADERS := $(foreach s,chapters solutions,$(foreach c,$(CHAPTERS_ALL),b
                     $(foreach m,$(MUTANTS),build/emu/sanitize/mutants/$m/grade)
 g_libs    = build/$1/libgraders.a build/$1/libharness.a
 $(GRADERS) $(SANITIZE_GRADERS): build/%/grade: build/$$(call p_backend,$$*)/graders/$$(call p_chapter,$$*).o \
-    $$(call p_kernels,$$*) build/$$*/ident.o $$(call g_libs,$$(call p_backend,$$*)) \
+    $$(call p_kernels,$$*) $$(call p_given,$$*) build/$$*/ident.o $$(call g_libs,$$(call p_backend,$$*)) \
     $$(if $$(call p_sanit,$$*),$(EMU_PROF_LIB),$$(call archives_of,$$(LDLIBS_$$(call p_backend,$$*)))) | $$(call p_driver,$$*)
 	@mkdir -p $(@D)
 	$(CXX) -o $@ $(filter %.o,$^) $(call g_libs,$(call p_backend,$*)) \
@@ -293,9 +309,9 @@ deps-grade deps-test deps-book: deps-%:
 
 # what the scripts are told, besides the environment they inherit
 RUN_ENV = CHAPTERS="$(CHAPTERS)" CHAPTERS_ALL="$(CHAPTERS_ALL)" CH="$(CH)" SIDE="$(SIDE)" \
-          BACKEND="$(BACKEND)" MAKE="$(MAKE)"
+          BACKEND="$(BACKEND)" MAKE="$(MAKE)" STEP="$(STEP)"
 
-.PHONY: grade bench tune test
+.PHONY: grade bench tune test progress
 grade: deps-grade
 	@$(RUN_ENV) scripts/grade.sh
 bench: deps-grade
@@ -303,6 +319,9 @@ bench: deps-grade
 # on a GPU: measure each candidate configuration of the chapters that have them (04)
 tune: deps-grade
 	@$(RUN_ENV) SIDE=solutions scripts/grade.sh --tune
+# where the learner stands: the steps passed, chapter by chapter, from build/grade.tsv
+progress:
+	@scripts/progress.sh build/grade.tsv
 test: deps-test
 	@CHAPTERS_ALL="$(CHAPTERS_ALL)" MAKE="$(MAKE)" scripts/test.sh
 

@@ -70,24 +70,22 @@ void flow_correct_each(const struct flow_kind *k, int slot, const void *shapes, 
     }
 }
 
-/* What the registered tests run: set in the parent before the forks, read in the children. */
-static struct {
+/* What a registered correctness test runs (its grade_ctx): set in the parent before the
+ * forks, read in the children; one a registration (a step each, say). */
+struct correct_reg {
     const struct flow_kind *kind;
     const struct flow_shapes *shapes;
     flow_fn fn;
     const char *what;
     int slot;
-} CORRECT;
-
-static struct {
-    const struct flow_speed *sp;
-    int slot;
-} SPEED;
+};
+static struct correct_reg CORRECT[GRADE_MAX_STEPS + 1];
+static int ncorrect;
 
 START_TEST(flow_correct_test)
 {
-    flow_correct(CORRECT.kind, CORRECT.slot + _i, flow_shape_here(CORRECT.kind, CORRECT.shapes, _i),
-                 CORRECT.fn, CORRECT.what);
+    const struct correct_reg *c = grade_ctx();
+    flow_correct(c->kind, c->slot + _i, flow_shape_here(c->kind, c->shapes, _i), c->fn, c->what);
 }
 END_TEST
 
@@ -101,12 +99,14 @@ int flow_add_correct(Suite *s, const struct flow_kind *k, const struct flow_shap
         flow_title(k, shapes, i, titles[i], sizeof titles[i]);
         t[i] = titles[i];
     }
-    CORRECT.kind = k;
-    CORRECT.shapes = shapes;
-    CORRECT.fn = fn;
-    CORRECT.what = what;
-    CORRECT.slot = grader_add(s, "correct", flow_correct_test, t, n, 120);
-    return CORRECT.slot;
+    if (ncorrect == (int)(sizeof CORRECT / sizeof CORRECT[0])) {
+        fprintf(stderr, "flow: more than %d correctness registrations\n", ncorrect);
+        exit(EXIT_FAILURE);
+    }
+    struct correct_reg *c = &CORRECT[ncorrect++];
+    *c = (struct correct_reg){ k, shapes, fn, what, 0 };
+    c->slot = grader_add_ctx(s, "correct", flow_correct_test, t, n, 120, c);
+    return c->slot;
 }
 
 /* ---- speed ---------------------------------------------------------------------------------- */
@@ -128,9 +128,9 @@ static void run_launch(void *ctx)
 
 START_TEST(flow_speed_test)
 {
-    const struct flow_speed *sp = SPEED.sp;
+    const struct flow_speed *sp = grade_ctx();
     const struct flow_kind *k = sp->kind;
-    int slot = SPEED.slot;
+    int slot = grade_slot();
     struct rng r = grade_rng(slot);
     void *p = k->init(k, sp->shape);
     if (sp->reference) {
@@ -184,9 +184,7 @@ int flow_add_speed(Suite *s, const struct flow_speed *sp)
     char name[64], title[128];
     sp->kind->shape_name(sp->shape, name, sizeof name);
     snprintf(title, sizeof title, "%s at %s", sp->tcase, name);
-    SPEED.sp = sp;
-    SPEED.slot = grader_add_timed(s, sp->tcase, flow_speed_test, title, sp->timeout_s);
-    return SPEED.slot;
+    return grader_add_timed_ctx(s, sp->tcase, flow_speed_test, title, sp->timeout_s, sp);
 }
 
 /* ---- bench ---------------------------------------------------------------------------------- */

@@ -100,7 +100,7 @@ void flow_correct_each(const struct flow_kind *k, int slot, const void *shapes, 
 
 /* Registers the test "correct" (timeout 120 s): flow_correct on every shape of the list for
  * this backend, each titled by flow_title. The kind, the list and fn must outlive the run
- * (statics). Returns the slot of the first shape. At most one per grader. */
+ * (statics). Returns the slot of the first shape. One a step, say. */
 int flow_add_correct(Suite *s, const struct flow_kind *k, const struct flow_shapes *shapes,
                      flow_fn fn, const char *what);
 
@@ -136,7 +136,7 @@ struct flow_speed {
 };
 
 /* Registers sp as a timed test (grader_add_timed: SKIP on the CPU backend and in quick mode).
- * Returns its slot or -1. sp must outlive the run (a static). At most one per grader. */
+ * Returns its slot or -1. sp must outlive the run (a static). One a step, say. */
 int flow_add_speed(Suite *s, const struct flow_speed *sp);
 
 /* ---- bench ---------------------------------------------------------------------------------- */

@@ -22,6 +22,7 @@ struct slot {
 struct shared {
     struct device_info device;
     char summary[GRADE_TEXT];
+    char step_summary[GRADE_MAX_STEPS][GRADE_TEXT];
     struct slot slots[GRADE_MAX_TESTS];
     /* each forked test's stderr goes to one file, from its own offset on, so that a test
      * that dies (a CUDA error, an emulator's fault report) can be shown with its last words */
@@ -40,8 +41,28 @@ static char tcases[GRADE_MAX_TESTS][64];
  * one at a time and report each as soon as it ends (Check keeps the name's pointer) */
 static char tcnames[GRADE_MAX_TESTS][80];
 static int ntests;
-static char skips[16][GRADE_TEXT];
+static char skips[GRADE_MAX_TESTS][GRADE_TEXT];
+static int skip_step[GRADE_MAX_TESTS];
+static int skip_pos[GRADE_MAX_TESTS];   /* shown before test skip_pos[i] runs: where it was added */
 static int nskips;
+
+/* the ladder (grade.h): the steps in the order they were opened, each test's step (an index
+ * into steps, -1 for none) and context, and what each test ended with */
+static struct step {
+    int k;
+    char name[96];
+    int selected;               /* registered: no GRADE_STEP, or GRADE_STEP=k */
+    int passed, failed, skipped;
+    char failure[GRADE_TEXT];   /* the first failure: "wrong: TITLE: MESSAGE" or its message */
+    int wrong;                  /* that failure was a correctness test's */
+    char hint[GRADE_TEXT];      /* and its hint */
+    char skipped_why[GRADE_TEXT];   /* the first skip's reason */
+} steps[GRADE_MAX_STEPS];
+static int nsteps;
+static int step_now = -1;       /* the step tests are being added to */
+static int step_of[GRADE_MAX_TESTS];
+static const void *ctx_of[GRADE_MAX_TESTS];
+static int running = -1;        /* the test being run (its child inherits it) */
 
 static int tty(void)
 {
@@ -167,9 +188,23 @@ static void child_teardown(void)
         cudaDeviceReset();
 }
 
+/* 1 while tests are added to a step that GRADE_STEP leaves out */
+static int step_dropped(void)
+{
+    return step_now >= 0 && !steps[step_now].selected;
+}
+
 int grader_add(Suite *s, const char *tcase, const TTest *fn, const char *const *t, int n,
                double timeout_s)
 {
+    return grader_add_ctx(s, tcase, fn, t, n, timeout_s, NULL);
+}
+
+int grader_add_ctx(Suite *s, const char *tcase, const TTest *fn, const char *const *t, int n,
+                   double timeout_s, const void *ctx)
+{
+    if (step_dropped())
+        return -1;
     if (ntests + n > GRADE_MAX_TESTS) {
         fprintf(stderr, "grade: more than %d tests\n", GRADE_MAX_TESTS);
         exit(EXIT_FAILURE);
@@ -179,6 +214,8 @@ int grader_add(Suite *s, const char *tcase, const TTest *fn, const char *const *
         snprintf(titles[ntests], sizeof titles[ntests], "%s", t[i]);
         snprintf(tcases[ntests], sizeof tcases[ntests], "%s", tcase);
         snprintf(tcnames[ntests], sizeof tcnames[ntests], "%s#%d", tcase, ntests);
+        step_of[ntests] = step_now;
+        ctx_of[ntests] = ctx;
         TCase *tc = tcase_create(tcnames[ntests]);
         tcase_set_timeout(tc, timeout_s);
         tcase_add_checked_fixture(tc, child_setup, child_teardown);
@@ -190,8 +227,54 @@ int grader_add(Suite *s, const char *tcase, const TTest *fn, const char *const *
 
 void grader_skip(const char *title, const char *why)
 {
-    if (nskips < (int)(sizeof skips / sizeof skips[0]))
+    if (step_dropped())
+        return;
+    if (nskips < (int)(sizeof skips / sizeof skips[0])) {
+        skip_step[nskips] = step_now;
+        skip_pos[nskips] = ntests;
         snprintf(skips[nskips++], GRADE_TEXT, "%s: %s", title, why);
+    }
+}
+
+const void *grade_ctx(void)
+{
+    return running >= 0 && running < ntests ? ctx_of[running] : NULL;
+}
+
+int grade_slot(void)
+{
+    return running;
+}
+
+/* GRADE_STEP: 0 when unset or empty; exits on a malformed value before anything runs */
+static int wanted_step(void)
+{
+    const char *v = getenv("GRADE_STEP");
+    if (!v || !*v)
+        return 0;
+    char *end;
+    long k = strtol(v, &end, 10);
+    if (*end || k < 1 || k > 99) {
+        fprintf(stderr, "STEP=%s: not a step number (1, 2, ...)\n", v);
+        exit(2);
+    }
+    return (int)k;
+}
+
+int grader_step(int k, const char *name)
+{
+    if (nsteps == GRADE_MAX_STEPS) {
+        fprintf(stderr, "grade: more than %d steps\n", GRADE_MAX_STEPS);
+        exit(EXIT_FAILURE);
+    }
+    struct step *st = &steps[nsteps];
+    memset(st, 0, sizeof *st);
+    st->k = k;
+    snprintf(st->name, sizeof st->name, "%s", name);
+    int want = wanted_step();
+    st->selected = want == 0 || want == k;
+    step_now = nsteps++;
+    return st->selected;
 }
 
 static void put(char *dst, const char *fmt, va_list ap)
@@ -219,7 +302,8 @@ void grade_summary(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    put(sh->summary, fmt, ap);
+    int st = running >= 0 && running < ntests ? step_of[running] : -1;
+    put(st >= 0 ? sh->step_summary[st] : sh->summary, fmt, ap);
     va_end(ap);
 }
 
@@ -331,7 +415,7 @@ static void tsv_open(void)
         return;
     }
     if (ftell(tsv) == 0)
-        fprintf(tsv, "chapter\tbackend\tside\ttest\tverdict\tmessage\tseed\n");
+        fprintf(tsv, "chapter\tbackend\tside\tstep\ttest\tverdict\tmessage\tseed\n");
     fflush(tsv);
     tsv_side = find_side();
 }
@@ -343,17 +427,50 @@ static void tsv_field(const char *text)
         fputc(*c == '\t' || *c == '\r' ? ' ' : *c, tsv);
 }
 
-static void tsv_row(const char *title, const char *verdict, const char *message)
+/* A test's row (step: "k", or "-" outside a step), or a step's ("k/N", its name). */
+static void tsv_row(const char *step, const char *title, const char *verdict, const char *message)
 {
     if (!tsv)
         return;
-    const char *fields[] = { chapter_name, gpu_backend(), tsv_side, title, verdict, message };
+    const char *fields[] = { chapter_name, gpu_backend(), tsv_side, step, title, verdict,
+                             message };
     for (size_t f = 0; f < sizeof fields / sizeof fields[0]; f++) {
         tsv_field(fields[f]);
         fputc('\t', tsv);
     }
     fprintf(tsv, "%llu\n", (unsigned long long)harness_seed());
     fflush(tsv); /* on disk before the next test starts: a grader that dies keeps it */
+}
+
+/* test i's step column: "k", or "-" */
+static const char *step_col(int st)
+{
+    static char buf[8];
+    if (st < 0)
+        return "-";
+    snprintf(buf, sizeof buf, "%d", steps[st].k);
+    return buf;
+}
+
+/* What the ladder needs of test i's end: its verdict counted in its step, and the step's first
+ * failure kept, with its hint. */
+static void step_count(int i, const char *tcase, const char *title, const char *verdict,
+                       const char *msg, const char *hint)
+{
+    int st = i < ntests ? step_of[i] : -1;
+    if (st < 0)
+        return;
+    struct step *p = &steps[st];
+    if (verdict[0] == 'P')
+        p->passed++;
+    else if (verdict[0] == 'S')
+        p->skipped++;
+    else if (p->failed++ == 0) {
+        p->wrong = strncmp(tcase, "correct", 7) == 0;
+        snprintf(p->failure, sizeof p->failure, "%s%s: %s", p->wrong ? "wrong: " : "", title,
+                 msg);
+        snprintf(p->hint, sizeof p->hint, "%s", hint ? hint : "");
+    }
 }
 
 /* The lines of test i, which ended with result r. */
@@ -365,16 +482,19 @@ static void report(int i, TestResult *r)
     case CK_PASS:
         if (sl && sl->skipped[0]) { /* it skipped itself: grade_quick_skip */
             printf("  SKIP  %s: %s\n", title, sl->skipped);
-            tsv_row(title, "SKIP", sl->skipped);
+            tsv_row(step_col(step_of[i]), title, "SKIP", sl->skipped);
+            step_count(i, tcases[i], title, "SKIP", sl->skipped, NULL);
             self_skipped++;
             break;
         }
         printf("  PASS  %s%s%s\n", title, sl && sl->note[0] ? ": " : "", sl ? sl->note : "");
-        tsv_row(title, "PASS", sl ? sl->note : "");
+        tsv_row(step_col(i < ntests ? step_of[i] : -1), title, "PASS", sl ? sl->note : "");
+        step_count(i, tcases[i], title, "PASS", "", NULL);
         break;
     case CK_FAILURE:
         printf("  FAIL  %s: %s\n", title, tr_msg(r));
-        tsv_row(title, "FAIL", tr_msg(r));
+        tsv_row(step_col(i < ntests ? step_of[i] : -1), title, "FAIL", tr_msg(r));
+        step_count(i, tcases[i], title, "FAIL", tr_msg(r), sl ? sl->hint : NULL);
         if (sl && sl->hint[0])
             print_block("hint: ", sl->hint);
         print_stderr_of(i);
@@ -385,7 +505,8 @@ static void report(int i, TestResult *r)
         char last[GRADE_TEXT], msg[GRADE_TEXT + 160];
         last_stderr_line(i, last, sizeof last);
         snprintf(msg, sizeof msg, "%s%s%s", tr_msg(r), last[0] ? ": " : "", last);
-        tsv_row(title, "FAIL", msg);
+        tsv_row(step_col(i < ntests ? step_of[i] : -1), title, "FAIL", msg);
+        step_count(i, tcases[i], title, "FAIL", msg, NULL);
         print_stderr_of(i);
         print_block("", strstr(tr_msg(r), "timeout")
                             ? "hint: the kernel did not finish in time: a loop that never "
@@ -404,8 +525,105 @@ static void report(int i, TestResult *r)
     fflush(stdout);
 }
 
+/* The skips added before test `upto` (all of them for ntests) not shown yet: their lines, their
+ * rows, and their steps' counts. */
+static void show_skips(int upto)
+{
+    static int shown;
+    for (; shown < nskips && skip_pos[shown] <= upto; shown++) {
+        int i = shown;
+        printf("  SKIP  %s\n", skips[i]);
+        char title[GRADE_TEXT];
+        memcpy(title, skips[i], sizeof title); /* "title: why" */
+        char *colon = strstr(title, ": ");
+        if (colon)
+            *colon = '\0';
+        tsv_row(step_col(skip_step[i]), title, "SKIP", colon ? colon + 2 : "");
+        if (skip_step[i] >= 0) {
+            struct step *p = &steps[skip_step[i]];
+            if (p->skipped++ == 0)
+                snprintf(p->skipped_why, sizeof p->skipped_why, "%s", colon ? colon + 2 : "");
+        }
+    }
+}
+
+/* STEP=k names no step of this chapter: say which there are, and stop */
+static void check_wanted_step(void)
+{
+    int want = wanted_step();
+    if (!want)
+        return;
+    for (int i = 0; i < nsteps; i++)
+        if (steps[i].k == want)
+            return;
+    if (nsteps == 0) {
+        printf("%s  FAIL  STEP=%d: this chapter is graded whole; it has no steps (leave STEP "
+               "out)\n", chapter_name, want);
+        exit(2);
+    }
+    printf("%s  FAIL  STEP=%d: no such step; the steps are:\n", chapter_name, want);
+    for (int i = 0; i < nsteps; i++)
+        printf("    %d  %s\n", steps[i].k, steps[i].name);
+    exit(2);
+}
+
+/* The two-digit number a chapter's name starts with ("04"), for the ladder's lines. */
+static void chapter_number(char *buf, size_t len)
+{
+    snprintf(buf, len, "%.*s", (int)strspn(chapter_name, "0123456789"), chapter_name);
+}
+
+/* One line a step that ran, and its row in the results file; returns the steps that passed. */
+static int print_ladder(int *graded)
+{
+    char num[8];
+    chapter_number(num, sizeof num);
+    int passed = 0;
+    *graded = 0;
+    for (int i = 0; i < nsteps; i++) {
+        struct step *p = &steps[i];
+        if (!p->selected)
+            continue;
+        const char *verdict = p->failed ? "FAIL" : p->passed ? "PASS" : "SKIP";
+        char text[GRADE_TEXT + 16];
+        const char *summary = sh->step_summary[i];
+        if (p->failed && p->wrong)
+            snprintf(text, sizeof text, "%s", p->failure);
+        else if (p->failed)
+            snprintf(text, sizeof text, "correct; %s", summary[0] ? summary : p->failure);
+        else if (p->passed)
+            snprintf(text, sizeof text, "%s", summary[0] ? summary : "correct on every shape");
+        else
+            snprintf(text, sizeof text, "%s", p->skipped_why[0] ? p->skipped_why : "nothing ran");
+        if (p->passed && !p->failed)
+            passed++;
+        if (p->passed || p->failed)
+            (*graded)++;
+        /* one screen line: long messages are cut, the file keeps them whole */
+        char shown[112];
+        size_t tl = strlen(text);
+        memcpy(shown, text, tl < sizeof shown ? tl + 1 : sizeof shown);
+        if (tl >= sizeof shown)
+            memcpy(shown + sizeof shown - 4, "...", 4);
+        printf("  %s step %d of %d  %-30s %s  %s\n", num, p->k, nsteps, p->name, verdict, shown);
+        if (p->failed && p->hint[0]) {
+            char h[112];
+            size_t hl = strlen(p->hint);
+            memcpy(h, p->hint, hl < sizeof h ? hl + 1 : sizeof h);
+            if (hl >= sizeof h)
+                memcpy(h + sizeof h - 4, "...", 4);
+            printf("        hint: %s\n", h);
+        }
+        char col[16];
+        snprintf(col, sizeof col, "%d/%d", p->k, nsteps);
+        tsv_row(col, p->name, verdict, text);
+    }
+    return passed;
+}
+
 int grader_run(Suite *s)
 {
+    check_wanted_step();
     SRunner *sr = srunner_create(s);
     errfile = tmpfile();
     sh->capture = errfile && srunner_fork_status(sr) == CK_FORK;
@@ -424,7 +642,10 @@ int grader_run(Suite *s)
                 sh->err_start[sh->started++] = lseek(fileno(errfile), 0, SEEK_END);
             continue;
         }
+        show_skips(i);
+        running = i;
         srunner_run(sr, NULL, tcnames[i], CK_SILENT);
+        running = -1;
         if (tty())
             printf("\r\033[K");
         int now = srunner_ntests_run(sr);
@@ -439,15 +660,10 @@ int grader_run(Suite *s)
         if (sh->capture && sh->started == i)
             sh->err_start[sh->started++] = lseek(fileno(errfile), 0, SEEK_END);
     }
-    for (int i = 0; i < nskips; i++) {
-        printf("  SKIP  %s\n", skips[i]);
-        char title[GRADE_TEXT];
-        memcpy(title, skips[i], sizeof title); /* "title: why" */
-        char *colon = strstr(title, ": ");
-        if (colon)
-            *colon = '\0';
-        tsv_row(title, "SKIP", colon ? colon + 2 : "");
-    }
+    show_skips(ntests);
+    int steps_passed = 0, steps_graded = 0;
+    if (nsteps)
+        steps_passed = print_ladder(&steps_graded);
     if (tsv) {
         fclose(tsv);
         tsv = NULL;
@@ -460,8 +676,17 @@ int grader_run(Suite *s)
     if (self_skipped)
         snprintf(skipped, sizeof skipped, " (quick mode: %d shape%s skipped)", self_skipped,
                  self_skipped == 1 ? "" : "s");
-    printf("%s  %s  %d/%d passed on %s%s%s%s\n", chapter_name,
-           failed == 0 && n > 0 ? "PASS" : "FAIL", passed, n, gpu_backend(), skipped,
+    char ladder[96] = "";
+    int nsel = 0;
+    for (int i = 0; i < nsteps; i++)
+        nsel += steps[i].selected;
+    if (nsteps && nsel == 1)
+        snprintf(ladder, sizeof ladder, "  step %d of %d", wanted_step(), nsteps);
+    else if (nsteps)
+        snprintf(ladder, sizeof ladder, "  %d of %d steps passed%s", steps_passed, nsteps,
+                 steps_graded < nsteps ? " (the others graded on a GPU only)" : "");
+    printf("%s  %s  %d/%d passed on %s%s%s%s%s\n", chapter_name,
+           failed == 0 && n > 0 ? "PASS" : "FAIL", passed, n, gpu_backend(), skipped, ladder,
            sh->summary[0] ? "  " : "", sh->summary);
     fflush(stdout);
     srunner_print(sr, CK_MINIMAL); /* Check's own closing line */
@@ -481,6 +706,12 @@ int grader_run(Suite *s)
 int grader_add_timed(Suite *s, const char *tcase, const TTest *fn, const char *title,
                      double timeout_s)
 {
+    return grader_add_timed_ctx(s, tcase, fn, title, timeout_s, NULL);
+}
+
+int grader_add_timed_ctx(Suite *s, const char *tcase, const TTest *fn, const char *title,
+                         double timeout_s, const void *ctx)
+{
     if (!gpu_times_are_real()) {
         grader_skip(tcase, "timings are real on a GPU only; on the CPU backend only "
                            "correctness is graded");
@@ -490,7 +721,7 @@ int grader_add_timed(Suite *s, const char *tcase, const TTest *fn, const char *t
         grader_skip(tcase, "quick mode (GRADE_QUICK=1): timed tests are left out");
         return -1;
     }
-    return grader_add(s, tcase, fn, &title, 1, timeout_s);
+    return grader_add_ctx(s, tcase, fn, &title, 1, timeout_s, ctx);
 }
 
 /* --describe: what the build told this grader, and its modes, one "key<TAB>value" a line, for

@@ -24,7 +24,8 @@
 #include "harness.h"
 #include "ident.h"
 
-#define GRADE_MAX_TESTS 64
+#define GRADE_MAX_TESTS 192
+#define GRADE_MAX_STEPS 12
 #define GRADE_TEXT 512
 
 /* Print the chapter's header line (backend, device, seed). The device is probed in a child
@@ -40,6 +41,15 @@ const struct device_info *grader_device(void);
 int grader_add(Suite *s, const char *tcase, const TTest *fn, const char *const *titles, int n,
                double timeout_s);
 
+/* grader_add, with a context the test reads back with grade_ctx(): one test function serving
+ * several registrations (a correctness test per step, say). ctx must outlive the run. */
+int grader_add_ctx(Suite *s, const char *tcase, const TTest *fn, const char *const *titles, int n,
+                   double timeout_s, const void *ctx);
+
+/* From inside a test: the ctx its registration gave (NULL for grader_add), and its slot. */
+const void *grade_ctx(void);
+int grade_slot(void);
+
 /* A test that cannot run here, reported as SKIP with the reason; it counts as neither. */
 void grader_skip(const char *title, const char *why);
 
@@ -48,12 +58,33 @@ void grade_note(int slot, const char *fmt, ...) __attribute__((format(printf, 2,
 /* From inside a test: the hint a FAIL line shows under the message. */
 void grade_hint(int slot, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* From inside a test: the chapter line's closing words (the ratio and what it needs:
- * "...x over uncoalesced (needs 5x)"). */
+ * "...x over uncoalesced (needs 5x)"), or, in a step, that step's line's. */
 void grade_summary(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* A generator for this test's inputs: the run's seed mixed with the slot, so one test's data
  * does not depend on which others ran. */
 struct rng grade_rng(int slot);
+
+/* ---- steps: a chapter's ladder ---------------------------------------------------------------
+ *
+ * grader_step(k, name) opens step k of the chapter's ladder (k = 1, 2, ... in order): every test
+ * added after it (grader_add, grader_add_timed, grader_skip and the flow_add_* of flow.h) belongs
+ * to step k, until the next grader_step. After the tests, grader_run prints the ladder, a line a
+ * step:
+ *
+ *   04 step 3 of 6  2D register blocking   PASS  31.2 TFLOP/s = 3.50x step 2 (needs 2.5x)
+ *   04 step 4 of 6  float4, transposed A   FAIL  correct; 1.02x step 3 (needs 1.2x)
+ *   05 step 3 of 4  TMA and a producer     SKIP  graded on a GPU only: ...
+ *
+ * PASS when every test of the step that ran passed, FAIL when one failed, SKIP when none ran
+ * (each skipped, saying why). What follows is the step's summary (grade_summary from one of
+ * its tests), or, when a correctness test failed, that test's message. Each step also writes a
+ * row to the results file: step "k/N", test NAME, its verdict and the text shown.
+ *
+ * GRADE_STEP=k (make grade STEP=k): only step k is registered; the others' grader_step returns
+ * 0, and what they add is dropped. A value that names no step stops grader_run with the list.
+ * Returns 1 when step k's tests are registered. */
+int grader_step(int k, const char *name);
 
 /* Run every test, print the lines, return the exit status: 0 only when every test passed. */
 int grader_run(Suite *s);
@@ -62,6 +93,9 @@ int grader_run(Suite *s);
  * timings are not GPU timings, reported as SKIP instead. Returns its slot, or -1 when skipped. */
 int grader_add_timed(Suite *s, const char *tcase, const TTest *fn, const char *title,
                      double timeout_s);
+/* The same, with a context (grader_add_ctx). */
+int grader_add_timed_ctx(Suite *s, const char *tcase, const TTest *fn, const char *title,
+                         double timeout_s, const void *ctx);
 
 /* ---- quick mode, and grading under a sanitizer ----------------------------------------------
  *

@@ -3,7 +3,8 @@
 # set-up.
 # Chooses the backend, builds the graders of the chosen chapters, runs each one (a crash in one
 # does not stop the others) and prints an overall line. Exit status 0 only when all passed.
-# Environment, from the Makefile: CHAPTERS, CHAPTERS_ALL, CH, SIDE, BACKEND, MAKE.
+# Environment, from the Makefile: CHAPTERS, CHAPTERS_ALL, CH, STEP, SIDE, BACKEND, MAKE.
+# STEP=k grades step k of the one chapter CH names.
 set -uo pipefail
 
 mode=grade
@@ -17,6 +18,19 @@ if [[ -z ${CHAPTERS// } ]]; then
     echo "$mode: no chapter matches CH=$CH. The chapters are:" >&2
     for c in $CHAPTERS_ALL; do echo "    $c   (make $mode CH=${c%%-*})" >&2; done
     exit 2
+fi
+
+step=${STEP:-}
+if [[ -n $step ]]; then
+    if [[ ! $step =~ ^[1-9][0-9]?$ ]]; then
+        echo "$mode: STEP=$step: a step is a number: make grade CH=04 STEP=3" >&2
+        exit 2
+    fi
+    read -ra chosen <<< "$CHAPTERS"
+    if [[ $mode != grade || ${#chosen[@]} -ne 1 ]]; then
+        echo "$mode: STEP=$step needs one chapter: make grade CH=04 STEP=$step" >&2
+        exit 2
+    fi
 fi
 
 # ---- backend -------------------------------------------------------------------------------
@@ -59,8 +73,20 @@ fi
 # ---- run -----------------------------------------------------------------------------------
 mkdir -p build/results
 counts=build/$backend/grade-counts.tsv
-# build/grade.tsv: this grade's verdicts, test by test, written as each test ends
-[[ $mode == grade ]] && : > build/grade.tsv
+# build/grade.tsv: the verdicts, test by test, written as each test ends, and a row a step.
+# A grade replaces the rows of what it grades (these chapters, or this one step, on this side
+# and backend) and keeps the rest, so that `make progress` shows the whole ladder climbed.
+if [[ $mode == grade ]]; then
+    if [[ -s build/grade.tsv && $(head -1 build/grade.tsv) == *$'\tstep\t'* ]]; then
+        awk -F'\t' -v chs=" $CHAPTERS " -v side="$SIDE" -v be="$backend" -v step="$step" '
+            NR == 1 { print; next }
+            { k = $4; sub(/\/.*/, "", k) }
+            index(chs, " " $1 " ") && $3 == side && $2 == be && (step == "" || k == step) { next }
+            { print }' build/grade.tsv > build/grade.tsv.new && mv build/grade.tsv.new build/grade.tsv
+    else
+        : > build/grade.tsv
+    fi
+fi
 : > "$counts"
 passed=0 failed=0
 for c in $CHAPTERS; do
@@ -71,7 +97,7 @@ for c in $CHAPTERS; do
     elif [[ $mode == tune ]]; then
         GRADE_COUNTS=$counts "$bin" --tune "build/results/$c-tune.tsv"
     else
-        GRADE_COUNTS=$counts "$bin"
+        GRADE_COUNTS=$counts GRADE_STEP=$step "$bin"
     fi
     if [[ $? -eq 0 ]]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 done
@@ -83,5 +109,7 @@ elif [[ $mode == bench ]]; then
     echo "bench: $passed of $total chapters measured; rows in build/results/ (make plots draws from them)"
 else
     echo "grade: $passed of $total chapters passed ($SIDE, $backend backend)"
+    echo
+    scripts/progress.sh build/grade.tsv
 fi
 [[ $failed -eq 0 ]]

@@ -13,6 +13,11 @@
 # must match: "Symptom-BACKEND: " where that backend shows it otherwise (a concept test on the CPU
 # backend, the speed test on a GPU), else "Symptom: ".
 #
+# In a chapter with steps, the rule holds step by step: the solution passes every step (a step
+# graded on a GPU only says SKIP on the CPU backend), and the starter passes none. A known-bug
+# kernel's patch names the step it breaks ("Step: k"), and its grader grades that step alone
+# (GRADE_STEP), which must fail.
+#
 # One verdict line per binary ("ok    ..." or "FAIL  ...", with the grader's whole output before
 # a FAIL), then "judge: N passed, N failed". Exit status 0 only when every binary was judged ok.
 #   JUDGE_JOBS=n      graders run n at a time (default: 1 on a GPU, where timings must not share
@@ -49,8 +54,13 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 [[ -n ${JUDGE_LOG:-} ]] && mkdir -p "$JUDGE_LOG"
 
-run_one() { # run_one INDEX BINARY: output, exit status and seconds into $tmp/INDEX.{out,rc,s}
+step_of() { # step_of PATCH: the step a known-bug kernel breaks ("Step: k"), or ""
+    sed -n 's/^Step: *\([0-9][0-9]*\).*/\1/p' "$1" | head -n 1
+}
+
+run_one() { # run_one INDEX BINARY [STEP]: output, exit status and seconds into $tmp/INDEX.{out,rc,s}
     local rc t0=$SECONDS
+    export GRADE_STEP=${3:-}
     if [[ ! -x $2 ]]; then # a grader the manifest names but make did not build
         echo "judge: $2 is not built (make builds it)" > "$tmp/$1.out"; echo 127 > "$tmp/$1.rc"
         return
@@ -85,7 +95,8 @@ verdict() { # verdict INDEX: judge row INDEX from its output
     local timed_out=
     [[ $rc -eq 124 && -n ${JUDGE_TIMEOUT:-} ]] && timed_out=" (timed out after ${JUDGE_TIMEOUT} s)"
     first=$(grep -m1 '^  FAIL  ' <<<"$out" | sed 's/^ *FAIL  //' | cut -c1-150)
-    local ok=0 line
+    local ok=0 line steps_passed
+    steps_passed=$(grep -Ec "^  [0-9]+ step [0-9]+ of [0-9]+  .* PASS  " <<<"$out")
     case $kind in
         solution)
             if [[ $rc -eq 0 ]]; then
@@ -95,7 +106,9 @@ verdict() { # verdict INDEX: judge row INDEX from its output
             fi ;;
         starter)
             # a starter must fail by failing tests, not by crashing the grader itself
-            if [[ $rc -eq 1 ]] && grep -q "^$chapter  FAIL" <<<"$out"; then
+            if [[ $rc -eq 1 && $steps_passed -gt 0 ]]; then
+                line="$chapter: the starter passes $steps_passed step(s) it should fail ($backend): $(grep -E "^  [0-9]+ step .* PASS  " <<<"$out" | head -n 3 | tr -s ' ')"
+            elif [[ $rc -eq 1 ]] && grep -q "^$chapter  FAIL" <<<"$out"; then
                 ok=1 line="$chapter: the starter fails ($backend): FAIL  $first"
             else
                 line="$chapter: the starter does not fail its grader as it should ($backend, exit $rc$timed_out)"
@@ -128,8 +141,10 @@ verdict() { # verdict INDEX: judge row INDEX from its output
 pids=() next=0 n=${#rows[@]}
 for ((i = 0; i < n; i++)); do
     while ((next < n && next - i < jobs)); do
-        IFS=$'\t' read -r _ _ _ _ binary <<<"${rows[$next]}"
-        run_one "$next" "$binary" &
+        IFS=$'\t' read -r kind_ chapter_ name_ _ binary <<<"${rows[$next]}"
+        step_=
+        [[ $kind_ == mutant ]] && step_=$(step_of "tests/mutants/$chapter_/$name_.patch")
+        run_one "$next" "$binary" "$step_" &
         pids[next]=$!
         next=$((next + 1))
     done

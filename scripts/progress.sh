@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# progress.sh [FILE]: where a learner stands, from the rows `make grade` wrote (build/grade.tsv):
+# per chapter, side and backend graded, the steps passed and each step's last verdict. A chapter
+# without steps shows its verdict whole. Prints nothing but a hint when nothing was graded yet.
+set -euo pipefail
+file=${1:-build/grade.tsv}
+if [[ ! -s $file ]]; then
+    echo "progress: nothing graded yet: run make grade (or make grade CH=04 STEP=1)"
+    exit 0
+fi
+if [[ $(head -1 "$file") != *$'\tstep\t'* ]]; then
+    echo "progress: $file is from an older grade, without steps: run make grade again" >&2
+    exit 1
+fi
+awk -F'\t' '
+    NR == 1 { next }
+    {
+        key = $1 "\t" $3 "\t" $2
+        if (!(key in seen)) { seen[key] = 1; order[++n] = key }
+    }
+    $4 ~ /\// {                         # a step row: "k/N", its name, its verdict
+        split($4, kn, "/")
+        total[key] = kn[2]
+        verdict[key, kn[1]] = $6
+        name[key, kn[1]] = $5
+        next
+    }
+    $4 == "-" && $6 == "FAIL" { whole_failed[key] = 1 }
+    $4 == "-" && $6 == "PASS" { whole_passed[key] = 1 }
+    END {
+        printf "progress (%s):\n", FILENAME
+        for (i = 1; i <= n; i++) {
+            key = order[i]
+            split(key, f, "\t")
+            label = sprintf("  %-26s %-9s %-4s", f[1], f[2], f[3])
+            if (!(key in total)) {
+                printf "%s  %s (graded whole)\n", label,
+                       whole_failed[key] ? "FAIL" : whole_passed[key] ? "PASS" : "----"
+                continue
+            }
+            passed = 0; line = ""
+            for (k = 1; k <= total[key]; k++) {
+                v = (key SUBSEP k) in verdict ? verdict[key, k] : "----"
+                if (v == "PASS") passed++
+                line = line sprintf("  %d %s", k, v)
+            }
+            printf "%s  %d of %d steps%s\n", label, passed, total[key], line
+        }
+    }' "$file"
