@@ -75,8 +75,9 @@ cu_sources = $(if $(filter solutions,$1),$(wildcard solutions/$2/*.cu) \
                $(wildcard chapters/$2/*.cu))
 
 # Kernel files that only a GPU can run (inline PTX, TMA, wgmma): named *_sm90.cu or *_sm90a.cu,
-# left out of CPU-backend builds; their graders say such rungs are graded on a GPU only.
-EMU_EXCLUDE := %_sm90.cu %_sm90a.cu
+# left out of CPU-backend builds; their graders say such rungs are graded on a GPU only. And
+# *_gpu.cu: code over a library the CPU backend lacks (CUB), the scale a GPU measures beside.
+EMU_EXCLUDE := %_sm90.cu %_sm90a.cu %_gpu.cu
 backend_sources = $(if $(filter emu emu-prof,$1),$(filter-out $(EMU_EXCLUDE),$2),$2)
 
 # Known-bug kernels: tests/mutants/CHAPTER/NAME.patch applied to the solution file it names
