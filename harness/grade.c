@@ -567,19 +567,22 @@ static void check_wanted_step(void)
     exit(2);
 }
 
-/* The two-digit number a chapter's name starts with ("04"), for the ladder's lines. */
+/* The number a chapter's name starts with ("04"), for the ladder's lines; the whole name when
+ * it starts with none. */
 static void chapter_number(char *buf, size_t len)
 {
-    snprintf(buf, len, "%.*s", (int)strspn(chapter_name, "0123456789"), chapter_name);
+    size_t digits = strspn(chapter_name, "0123456789");
+    snprintf(buf, len, "%.*s", digits ? (int)digits : (int)strlen(chapter_name), chapter_name);
 }
 
 /* One line a step that ran, and its row in the results file; returns the steps that passed. */
 static int print_ladder(int *graded)
 {
-    char num[8];
+    char num[64];
     chapter_number(num, sizeof num);
     int passed = 0;
     *graded = 0;
+    printf("\n");
     for (int i = 0; i < nsteps; i++) {
         struct step *p = &steps[i];
         if (!p->selected)
@@ -683,8 +686,10 @@ int grader_run(Suite *s)
     if (nsteps && nsel == 1)
         snprintf(ladder, sizeof ladder, "  step %d of %d", wanted_step(), nsteps);
     else if (nsteps)
-        snprintf(ladder, sizeof ladder, "  %d of %d steps passed%s", steps_passed, nsteps,
-                 steps_graded < nsteps ? " (the others graded on a GPU only)" : "");
+        snprintf(ladder, sizeof ladder, "  %d of %d steps passed", steps_passed, nsteps);
+    if (nsteps && nsel > 1 && steps_graded < nsel)
+        snprintf(ladder + strlen(ladder), sizeof ladder - strlen(ladder),
+                 " (%d not graded on this backend)", nsel - steps_graded);
     printf("%s  %s  %d/%d passed on %s%s%s%s%s\n", chapter_name,
            failed == 0 && n > 0 ? "PASS" : "FAIL", passed, n, gpu_backend(), skipped, ladder,
            sh->summary[0] ? "  " : "", sh->summary);

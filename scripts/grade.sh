@@ -78,11 +78,7 @@ counts=build/$backend/grade-counts.tsv
 # and backend) and keeps the rest, so that `make progress` shows the whole ladder climbed.
 if [[ $mode == grade ]]; then
     if [[ -s build/grade.tsv && $(head -1 build/grade.tsv) == *$'\tstep\t'* ]]; then
-        awk -F'\t' -v chs=" $CHAPTERS " -v side="$SIDE" -v be="$backend" -v step="$step" '
-            NR == 1 { print; next }
-            { k = $4; sub(/\/.*/, "", k) }
-            index(chs, " " $1 " ") && $3 == side && $2 == be && (step == "" || k == step) { next }
-            { print }' build/grade.tsv > build/grade.tsv.new && mv build/grade.tsv.new build/grade.tsv
+        scripts/progress.sh --drop build/grade.tsv "$CHAPTERS" "$SIDE" "$backend" "$step"
     else
         : > build/grade.tsv
     fi

@@ -16,7 +16,8 @@
 # In a chapter with steps, the rule holds step by step: the solution passes every step (a step
 # graded on a GPU only says SKIP on the CPU backend), and the starter passes none. A known-bug
 # kernel's patch names the step it breaks ("Step: k"), and its grader grades that step alone
-# (GRADE_STEP), which must fail.
+# (GRADE_STEP), which must fail; "Backends: cuda" marks a bug in a step that only a GPU grades
+# (TMA, wgmma), judged there only.
 #
 # One verdict line per binary ("ok    ..." or "FAIL  ...", with the grader's whole output before
 # a FAIL), then "judge: N passed, N failed". Exit status 0 only when every binary was judged ok.
@@ -39,6 +40,10 @@ while IFS=$'\t' read -r program kind chapter name backend binary; do
     [[ $program == grade && $backend == "$want" ]] || continue
     [[ $# -eq 0 || $only == *" $chapter "* ]] || continue
     [[ " ${JUDGE_KINDS:-solution starter mutant} " == *" $kind "* ]] || continue
+    if [[ $kind == mutant ]]; then # "Backends: cuda": a bug in a step graded on a GPU only
+        on=$(sed -n 's/^Backends: *//p' "tests/mutants/$chapter/$name.patch" | head -n 1)
+        [[ -z $on || " $on " == *" $want "* ]] || continue
+    fi
     rows+=("$kind"$'\t'"$chapter"$'\t'"$name"$'\t'"$backend"$'\t'"$binary")
 done < "$manifest"
 if ((${#rows[@]} == 0)); then

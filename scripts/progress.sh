@@ -2,7 +2,21 @@
 # progress.sh [FILE]: where a learner stands, from the rows `make grade` wrote (build/grade.tsv):
 # per chapter, side and backend graded, the steps passed and each step's last verdict. A chapter
 # without steps shows its verdict whole. Prints nothing but a hint when nothing was graded yet.
+#
+# progress.sh --drop FILE "CHAPTERS" SIDE BACKEND [STEP]: what `make grade` does before it
+# grades: removes from FILE the rows of what it is about to grade (those chapters, or that one
+# step of them, on that side and backend) and keeps the rest.
 set -euo pipefail
+if [[ ${1:-} == --drop ]]; then
+    file=$2
+    awk -F'\t' -v chs=" $3 " -v side="$4" -v be="$5" -v step="${6:-}" '
+        NR == 1 { print; next }
+        { k = $4; sub(/\/.*/, "", k) }
+        index(chs, " " $1 " ") && $3 == side && $2 == be && (step == "" || k == step) { next }
+        { print }' "$file" > "$file.new"
+    mv "$file.new" "$file"
+    exit 0
+fi
 file=${1:-build/grade.tsv}
 if [[ ! -s $file ]]; then
     echo "progress: nothing graded yet: run make grade (or make grade CH=04 STEP=1)"

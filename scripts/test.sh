@@ -108,6 +108,8 @@ described() {
 }
 
 step "every grader describes itself as the manifest says (--describe)" described
+step "make progress reads the ladder from the results; make grade keeps what it does not regrade" \
+    tests/progress.sh
 step "the profiler's Nsight Compute side: CSV samples, a dry run with a stand-in ncu" \
     tests/ncu_table.sh
 

@@ -14,6 +14,10 @@
  *   isolation --demo-killed
  *                      a grader whose second test kills the grader itself: the first test's
  *                      verdict must already be in its results file
+ *   isolation --demo-steps
+ *                      a grader of three steps: the first passes, the second is correct and
+ *                      misses its gate, the third only skips; run whole, with GRADE_STEP=2,
+ *                      and with GRADE_STEP=7 (no such step)
  *
  * The suite's parent process touches no CUDA (the demo is another process), as a grader's must
  * not before its tests fork. Most of its time is the 2 s timeout. */
@@ -120,6 +124,43 @@ static void add_demo(Suite *s)
     SLOT_LAST = grader_add(s, "last", last, &T_LAST, 1, 30);
 }
 
+/* the steps demo: correctness tests named "correct", a gate named "gate" */
+static const char *const T_S1 = "correct, step 1";
+static const char *const T_S1_GATE = "the gate of step 1";
+static const char *const T_S2 = "correct, step 2";
+static const char *const T_S2_GATE = "the gate of step 2";
+static int SLOT_S1, SLOT_S2;
+
+START_TEST(s1_correct) { copy_and_check(SLOT_S1, FAULT_NONE); }
+END_TEST
+START_TEST(s2_correct) { copy_and_check(SLOT_S2, FAULT_NONE); }
+END_TEST
+START_TEST(s1_gate)
+{
+    grade_summary("2.50x the baseline (needs 2x)");
+}
+END_TEST
+START_TEST(s2_gate)
+{
+    grade_summary("1.10x step 1 (needs 1.5x)");
+    ck_abort_msg("1.10x step 1, needs 1.5x");
+}
+END_TEST
+
+static void add_demo_steps(Suite *s)
+{
+    if (grader_step(1, "the first step")) {
+        SLOT_S1 = grader_add(s, "correct", s1_correct, &T_S1, 1, 30);
+        grader_add(s, "gate", s1_gate, &T_S1_GATE, 1, 30);
+    }
+    if (grader_step(2, "the second step")) {
+        SLOT_S2 = grader_add(s, "correct", s2_correct, &T_S2, 1, 30);
+        grader_add(s, "gate", s2_gate, &T_S2_GATE, 1, 30);
+    }
+    grader_step(3, "a step for a GPU only");
+    grader_skip("the third step's test", "graded on a GPU only");
+}
+
 static void add_demo_killed(Suite *s)
 {
     SLOT_AFTER = grader_add(s, "after", after, &T_AFTER, 1, 30);
@@ -134,10 +175,11 @@ struct demo {
     char rows[16 * 1024]; /* its results file */
     int status;           /* from waitpid */
 };
-static struct demo RUN, KILLED;
+static struct demo RUN, KILLED, STEPS, STEP2, STEP7;
 
-/* Run this program with `mode` as a separate process, its results into a fresh file. */
-static void run_demo(const char *mode, struct demo *d)
+/* Run this program with `mode` as a separate process, its results into a fresh file, with
+ * GRADE_STEP=step where step is not NULL. */
+static void run_demo(const char *mode, struct demo *d, const char *step)
 {
     char tsv[] = "/tmp/isolation-XXXXXX";
     int tfd = mkstemp(tsv);
@@ -161,6 +203,10 @@ static void run_demo(const char *mode, struct demo *d)
         unsetenv("GRADE_COUNTS"); /* its failures are on purpose: not make test's to count */
         unsetenv("CK_RUN_CASE");
         unsetenv("CK_FORK");
+        if (step)
+            setenv("GRADE_STEP", step, 1);
+        else
+            unsetenv("GRADE_STEP");
         execl("/proc/self/exe", "isolation", mode, (char *)NULL);
         perror("exec");
         _exit(127);
@@ -291,13 +337,14 @@ START_TEST(rows_per_test)
         { &T_LAST, "PASS", "" },
     };
     const char *p = RUN.rows;
-    ck_assert_msg(strncmp(p, "chapter\tbackend\tside\ttest\tverdict\tmessage\tseed\n", 46) == 0,
-                  "no header in the results:\n%s", RUN.rows);
+    static const char header[] = "chapter\tbackend\tside\tstep\ttest\tverdict\tmessage\tseed\n";
+    ck_assert_msg(strncmp(p, header, strlen(header)) == 0, "no header in the results:\n%s",
+                  RUN.rows);
     p = strchr(p, '\n') + 1;
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         char head[256];
-        snprintf(head, sizeof head, DEMO "\t%s\tdemo\t%s\t%s\t", gpu_backend(), *want[i].title,
-                 want[i].verdict);
+        snprintf(head, sizeof head, DEMO "\t%s\tdemo\t-\t%s\t%s\t", gpu_backend(),
+                 *want[i].title, want[i].verdict);
         const char *end = strchr(p, '\n');
         ck_assert_msg(end && strncmp(p, head, strlen(head)) == 0,
                       "row %zu should start \"%s\"; the results are:\n%s", i + 1, head,
@@ -318,10 +365,61 @@ START_TEST(killed_grader_keeps_verdicts)
     char prefix[256];
     snprintf(prefix, sizeof prefix, "  PASS  %s", T_AFTER);
     block_of(&KILLED, prefix);
-    snprintf(prefix, sizeof prefix, DEMO "\t%s\tdemo\t%s\tPASS\t", gpu_backend(), T_AFTER);
+    snprintf(prefix, sizeof prefix, DEMO "\t%s\tdemo\t-\t%s\tPASS\t", gpu_backend(), T_AFTER);
     ASSERT_HAS(KILLED.rows, prefix);
     ck_assert_msg(strstr(KILLED.rows, T_LAST) == NULL, "a test after the kill has a row:\n%s",
                   KILLED.rows);
+}
+END_TEST
+
+/* A line a step, in order, with its verdict and what it says; the chapter line counts steps. */
+START_TEST(ladder_lines)
+{
+    const char *b = block_of(&STEPS, "  " DEMO " step 1 of 3  the first step");
+    ASSERT_HAS(b, " PASS  2.50x the baseline (needs 2x)");
+    b = block_of(&STEPS, "  " DEMO " step 2 of 3  the second step");
+    ASSERT_HAS(b, " FAIL  correct; 1.10x step 1 (needs 1.5x)");
+    b = block_of(&STEPS, "  " DEMO " step 3 of 3  a step for a GPU only");
+    ASSERT_HAS(b, " SKIP  graded on a GPU only");
+    b = block_of(&STEPS, DEMO "  FAIL  3/4 passed on ");
+    ASSERT_HAS(b, "1 of 3 steps passed");
+    ck_assert_msg(WIFEXITED(STEPS.status) && WEXITSTATUS(STEPS.status) == 1,
+                  "the steps demo should exit 1 (status 0x%x)", STEPS.status);
+}
+END_TEST
+
+/* Each test's row carries its step; each step has a row "k/N" with its verdict. */
+START_TEST(ladder_rows)
+{
+    char want[256];
+    snprintf(want, sizeof want, DEMO "\t%s\tdemo\t1\t%s\tPASS\t", gpu_backend(), T_S1);
+    ASSERT_HAS(STEPS.rows, want);
+    snprintf(want, sizeof want, DEMO "\t%s\tdemo\t2\t%s\tFAIL\t", gpu_backend(), T_S2_GATE);
+    ASSERT_HAS(STEPS.rows, want);
+    snprintf(want, sizeof want, DEMO "\t%s\tdemo\t1/3\tthe first step\tPASS\t", gpu_backend());
+    ASSERT_HAS(STEPS.rows, want);
+    snprintf(want, sizeof want, DEMO "\t%s\tdemo\t2/3\tthe second step\tFAIL\tcorrect; 1.10x",
+             gpu_backend());
+    ASSERT_HAS(STEPS.rows, want);
+    snprintf(want, sizeof want, DEMO "\t%s\tdemo\t3/3\ta step for a GPU only\tSKIP\t",
+             gpu_backend());
+    ASSERT_HAS(STEPS.rows, want);
+}
+END_TEST
+
+/* GRADE_STEP=2 runs step 2's tests and no other's; GRADE_STEP=7 lists the steps, exit 2. */
+START_TEST(one_step)
+{
+    block_of(&STEP2, "  " DEMO " step 2 of 3  the second step");
+    ck_assert_msg(strstr(STEP2.out, T_S1) == NULL && strstr(STEP2.out, "the third") == NULL,
+                  "GRADE_STEP=2 ran another step's test:\n%s", STEP2.out);
+    ck_assert_msg(strstr(STEP2.out, "step 1 of 3") == NULL, "GRADE_STEP=2 showed step 1:\n%s",
+                  STEP2.out);
+    block_of(&STEP2, DEMO "  FAIL  1/2 passed on ");
+    ck_assert_msg(WIFEXITED(STEP7.status) && WEXITSTATUS(STEP7.status) == 2,
+                  "GRADE_STEP=7 should exit 2 (status 0x%x)", STEP7.status);
+    ASSERT_HAS(block_of(&STEP7, DEMO "  FAIL  STEP=7: no such step"), "no such step");
+    block_of(&STEP7, "    2  the second step");
 }
 END_TEST
 
@@ -339,6 +437,9 @@ static void add_suite(Suite *s)
         { "the demo grader's verdict: 2/8 passed, exit status 1", demo_verdict },
         { "one row per test in the results file, in order", rows_per_test },
         { "a grader killed half-way keeps its earlier verdicts", killed_grader_keeps_verdicts },
+        { "a line a step: PASS, FAIL with its summary, SKIP with why", ladder_lines },
+        { "a row a test with its step, and a row a step", ladder_rows },
+        { "GRADE_STEP grades one step, and names the steps when it matches none", one_step },
     };
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
         grader_add(s, "isolation", tests[i].fn, &tests[i].title, 1, 10);
@@ -346,18 +447,24 @@ static void add_suite(Suite *s)
 
 int main(int argc, char **argv)
 {
-    if (argc == 2 && (strcmp(argv[1], "--demo") == 0 || strcmp(argv[1], "--demo-killed") == 0)) {
+    if (argc == 2 && (strcmp(argv[1], "--demo") == 0 || strcmp(argv[1], "--demo-killed") == 0 ||
+                      strcmp(argv[1], "--demo-steps") == 0)) {
         grader_init(DEMO);
         Suite *s = suite_create(DEMO);
-        (strcmp(argv[1], "--demo") == 0 ? add_demo : add_demo_killed)(s);
+        (strcmp(argv[1], "--demo") == 0          ? add_demo
+         : strcmp(argv[1], "--demo-killed") == 0 ? add_demo_killed
+                                                 : add_demo_steps)(s);
         return grader_run(s);
     }
     if (argc != 1) {
-        fprintf(stderr, "usage: %s [--demo | --demo-killed]\n", argv[0]);
+        fprintf(stderr, "usage: %s [--demo | --demo-killed | --demo-steps]\n", argv[0]);
         return 2;
     }
-    run_demo("--demo", &RUN);
-    run_demo("--demo-killed", &KILLED);
+    run_demo("--demo", &RUN, NULL);
+    run_demo("--demo-killed", &KILLED, NULL);
+    run_demo("--demo-steps", &STEPS, NULL);
+    run_demo("--demo-steps", &STEP2, "2");
+    run_demo("--demo-steps", &STEP7, "7");
     grader_init("isolation");
     Suite *s = suite_create("isolation");
     add_suite(s);
