@@ -50,10 +50,24 @@
 #elif __has_include("transpose.h")
 #include "transpose.h"
 #define FAMILY_TRANSPOSE 1
-/* the step table (chapters/02-coalesced-transpose/steps.cu): the given naive rung, then one
- * rung a step; the concept tests name a step's rung. "yours" is the ladder's last step */
-#define RUNGS TRANSPOSE_STEPS
-#define NUM_RUNGS TRANSPOSE_NUM_STEPS
+/* The rungs: the step table (chapters/02-coalesced-transpose/steps.cu: the given naive rung,
+ * then one a step; the concept tests name a step's rung), then the solution's grouped rung
+ * where the side has it (solutions/02-coalesced-transpose/step4_padded_8.cu; a weak reference,
+ * absent on the learner's side), so that make profile and make calibrate see every rung the
+ * bench measures. "yours" is the ladder's last step. */
+void transpose_grouped(const float *d_in, float *d_out, int rows, int cols) __attribute__((weak));
+static struct transpose_step transpose_rungs[16];
+static int transpose_num_rungs;
+__attribute__((constructor)) static void transpose_rungs_init(void)
+{
+    for (int i = 0; i < TRANSPOSE_NUM_STEPS && i < 15; ++i)
+        transpose_rungs[transpose_num_rungs++] = TRANSPOSE_STEPS[i];
+    if (transpose_grouped)
+        transpose_rungs[transpose_num_rungs++] =
+            (struct transpose_step){ "grouped", "padded_8, tiles in groups", transpose_grouped };
+}
+#define RUNGS transpose_rungs
+#define NUM_RUNGS transpose_num_rungs
 #define YOURS transpose_padded_8
 #elif __has_include("divergence.h")
 #include "divergence.h"
