@@ -26,14 +26,18 @@ static __global__ void transpose_padded_kernel(const float *__restrict__ in,
     /* +1 column: word (r, c) is in bank (r + c) % 32, so a column of the tile spans all
      * 32 banks */
     __shared__ float s_tile[TILE][TILE + 1];
+    /* read the tile (blockIdx.y, blockIdx.x) of in along its rows: 128 bytes per warp */
     int col = blockIdx.x * TILE + threadIdx.x;
     int row0 = blockIdx.y * TILE + threadIdx.y;
     for (int j = 0; j < TILE; j += BLOCK_ROWS) {
         int row = row0 + j;
         if (row < rows && col < cols)
-            s_tile[threadIdx.y + j][threadIdx.x] = in[row * cols + col];
+            s_tile[threadIdx.y + j][threadIdx.x] = in[row * cols + col]; /* a row: 32 banks */
     }
+    /* the write-out reads elements that other warps stored */
     __syncthreads();
+    /* it becomes the tile (blockIdx.x, blockIdx.y) of out, written along its rows: the block
+     * offsets swap, the lanes still walk along a row */
     int out_col = blockIdx.y * TILE + threadIdx.x;
     int out_row0 = blockIdx.x * TILE + threadIdx.y;
     for (int j = 0; j < TILE; j += BLOCK_ROWS) {
