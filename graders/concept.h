@@ -73,6 +73,9 @@ struct concept_row {
     /* bytes per lane of each kind of request (0: none), and per global request */
     double gld_width, gst_width, shld_width, shst_width, gld_bpr, gst_bpr;
     int result_ok;
+    /* the bytes of shared memory a block touched: the declared size of each __shared__ variable
+     * its accesses reached (emu_profile_totals.shared_bytes) */
+    unsigned long long shared_bytes;
 };
 
 /* 1 where concept tests run: the CPU backend */
@@ -175,6 +178,13 @@ static inline int concept_profile(const char *name, struct concept_row *r, char 
                     &r->gst_bpr };
     for (int i = 0; i < 6; i++)
         *w[i] = strtod(c[18 + i], NULL);
+    const char *sb = concept_cell(h, nh, v, nv, "shared_bytes");
+    if (!sb) {
+        snprintf(why, n, "the profile driver's row has no column shared_bytes: is it older than "
+                 "this grader? (make grade rebuilds both)");
+        return -1;
+    }
+    r->shared_bytes = strtoull(sb, NULL, 10);
     return 0;
 }
 

@@ -20,6 +20,10 @@ struct emu_profile_totals {
     unsigned long long divergent_branches;
     unsigned long long gld_lanes, gld_bytes, gst_lanes, gst_bytes; /* lane accesses, their bytes */
     unsigned long long shld_lanes, shld_bytes, shst_lanes, shst_bytes;
+    /* the shared memory a block of the launch touched: the declared bytes of each __shared__
+     * variable its accesses reached (the dynamic shared memory the launch gave, if it reached
+     * that); emu_profile_sum gives the largest over its launches, not their sum */
+    unsigned long long shared_bytes;
 };
 
 /* Record (1, the default) or ignore (0) the launches that follow; the bounds checks run

@@ -116,6 +116,7 @@ uintptr_t g_idx_lo[4], g_idx_hi[4]; /* threadIdx & co.: read by kernels, not sha
 uintptr_t g_dyn_lo;               /* dynamic shared memory */
 size_t g_dyn_bytes;               /* ... this launch's */
 std::vector<Region> g_shared_vars; /* static __shared__ variables, by address */
+std::vector<char> g_shared_touched; /* per region (0: dynamic), this launch: reached by an access */
 std::vector<Region> g_image;      /* the program's own loaded segments (__device__ variables) */
 std::vector<std::pair<uintptr_t, size_t>> g_allocs; /* live allocations, at launch */
 uintptr_t g_hit_lo = 1, g_hit_hi = 0; /* the allocation of the last access */
@@ -456,6 +457,8 @@ inline void record(const void *p, uint32_t size, uint8_t kind, void *ret)
     if (space < 0 || !g_record)
         return;
     g_lane[t.lin].acc.push_back(Access{pc, (uintptr_t)p, size, g_region, (uint8_t)space, kind});
+    if (space == SHARED && g_region < g_shared_touched.size())
+        g_shared_touched[g_region] = 1;
 }
 
 /* ---- scoring a warp */
@@ -683,6 +686,10 @@ void report(const void *kernel, const Cfg &c)
         }
     }
     t.divergent_branches = g_div_total;
+    /* the footprint: every __shared__ variable (and the dynamic shared memory) an access reached */
+    for (size_t r = 0; r < g_shared_touched.size(); ++r)
+        if (g_shared_touched[r])
+            t.shared_bytes += r ? g_shared_vars[r - 1].hi - g_shared_vars[r - 1].lo : g_dyn_bytes;
     g_last = t;
     g_have_last = true;
     g_sum.warps += t.warps;
@@ -695,6 +702,7 @@ void report(const void *kernel, const Cfg &c)
     g_sum.gst_lanes += t.gst_lanes, g_sum.gst_bytes += t.gst_bytes;
     g_sum.shld_lanes += t.shld_lanes, g_sum.shld_bytes += t.shld_bytes;
     g_sum.shst_lanes += t.shst_lanes, g_sum.shst_bytes += t.shst_bytes;
+    g_sum.shared_bytes = std::max(g_sum.shared_bytes, t.shared_bytes); /* a footprint: the largest */
     ++g_nsum;
     g_kernels.push_back(kernel);
     if (!printing())
@@ -780,6 +788,7 @@ void prof_launch_begin(const void *, const Cfg &c)
     g_div_total = 0;
     g_dyn_lo = (uintptr_t)emu_dyn_smem;
     g_dyn_bytes = c.smem;
+    g_shared_touched.assign(g_shared_vars.size() + 1, 0);
     const void *idx[4] = {&emu_thread_idx, &emu_block_idx, &emu_block_dim, &emu_grid_dim};
     const size_t idx_size[4] = {sizeof(uint3), sizeof(uint3), sizeof(dim3), sizeof(dim3)};
     for (int i = 0; i < 4; ++i) {
