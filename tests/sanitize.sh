@@ -67,7 +67,7 @@ expect "make sanitize CH=02 BACKEND=emu SOLUTIONS=1: clean" 0 '^  memcheck +clea
     '^  synccheck +clean ' 'no errors$' \
     -- $make_ --no-print-directory sanitize CH=02 BACKEND=emu SOLUTIONS=1 TOOLS="memcheck synccheck"
 expect "make sanitize CH=02 BACKEND=emu MUTANT=no-write-bounds-check: fails, naming the write" \
-    nonzero '^  memcheck +errors ' 'made an illegal write of 4 bytes .*transpose.cu:[0-9]+' \
+    nonzero '^  memcheck +errors ' 'made an illegal write of 4 bytes .*step2_padded.cu:[0-9]+' \
     'not clean: 02-coalesced-transpose memcheck' \
     -- $make_ --no-print-directory sanitize CH=02 BACKEND=emu MUTANT=no-write-bounds-check \
     TOOLS="memcheck synccheck"
