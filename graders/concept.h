@@ -1,7 +1,7 @@
 /* concept.h: what the concept tests of chapters 02-04 share (CPU backend only).
  *
  * A concept test grades how a kernel works, not what it computes: sectors per global request,
- * wavefronts per shared-memory request, divergent branches per warp. The numbers come from the
+ * wavefronts per shared-memory request, divergent branches per warp, global atomics. The numbers come from the
  * emu's instrumented build: the grader runs its profile driver, the same side's kernels built
  * instrumented, as `DRIVER --tsv yours` (the Makefile builds one for every CPU-backend grader of
  * these chapters, known-bug kernels included, and tells the grader its path: ident.h), which runs the learner's entry point once on a small shape
@@ -73,6 +73,10 @@ struct concept_row {
     /* bytes per lane of each kind of request (0: none), and per global request */
     double gld_width, gst_width, shld_width, shst_width, gld_bpr, gst_bpr;
     int result_ok;
+    /* global atomics: the warp requests, and the lanes' operations (also in gst_*); where the
+     * driver's row has them (has_atomics) */
+    unsigned long long gatom_requests, gatom_ops;
+    int has_atomics;
 };
 
 /* 1 where concept tests run: the CPU backend */
@@ -175,6 +179,12 @@ static inline int concept_profile(const char *name, struct concept_row *r, char 
                     &r->gst_bpr };
     for (int i = 0; i < 6; i++)
         *w[i] = strtod(c[18 + i], NULL);
+    /* optional columns, read when the row has them */
+    const char *ga = concept_cell(h, nh, v, nv, "global_atomic_requests");
+    const char *go = concept_cell(h, nh, v, nv, "global_atomic_ops");
+    r->has_atomics = ga && go;
+    r->gatom_requests = ga ? strtoull(ga, NULL, 10) : 0;
+    r->gatom_ops = go ? strtoull(go, NULL, 10) : 0;
     return 0;
 }
 

@@ -20,6 +20,8 @@ struct emu_profile_totals {
     unsigned long long divergent_branches;
     unsigned long long gld_lanes, gld_bytes, gst_lanes, gst_bytes; /* lane accesses, their bytes */
     unsigned long long shld_lanes, shld_bytes, shst_lanes, shst_bytes;
+    unsigned long long gatom_requests, gatom_lanes; /* global atomics alone (also in gst_*):
+                                                       warp requests, lane operations */
 };
 
 /* Record (1, the default) or ignore (0) the launches that follow; the bounds checks run
