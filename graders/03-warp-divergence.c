@@ -1,22 +1,31 @@
-/* 03-warp-divergence.c: the grader of chapter 03, and its bench.
+/* 03-warp-divergence.c: the grader of chapter 03, and its bench. Two steps:
  *
- *   grade            process() on odd sizes that are not multiples of a warp, twice each on
- *                    fresh inputs, against a CPU reference; on a GPU, process at least 1.6x
- *                    process_divergent at n = 2^24 + 1, with parity_warp (the same work with
- *                    no divergence and no remapping) measured in the same run as the ceiling
- *   grade --bench F  every rung of the linked process.cu (the solution's: the three demo
- *                    pairs and the task's pair) at two sizes, as tab-separated rows in F
- *                    (GPU only)
+ *   step 1  warp-uniform remap: process() on odd sizes that are not multiples of a warp, twice
+ *           each on fresh inputs, against a CPU reference; on the CPU backend, divergent
+ *           branches per warp (the concept test); on a GPU, process at least 1.6x
+ *           process_divergent at n = 2^24 + 1, with parity_warp (the same work with no
+ *           divergence and no remapping) measured in the same run as the ceiling
+ *   step 2  stream compaction: compact() on edge sizes at four keep densities, the kept
+ *           elements compared as a multiset and the count against the host's; on the CPU
+ *           backend, global atomic operations per 32 elements (the concept test); on a GPU,
+ *           compact at least 2x compact_atomic at n = 2^24 + 1, half kept, with
+ *           cub::DeviceSelect::If measured in the same run for scale
+ *   grade --bench F  every rung of the rung table (steps.cu: the three demo pairs and both
+ *           steps' pairs) and CUB's compaction at two sizes, as tab-separated rows in F (GPU
+ *           only)
  *
- * Tolerance. path_a and path_b (divergence.h) are chains of fmaf only, and fmaf is correctly
- * rounded both on the GPU and in C, so the kernels and the reference below compute the same
- * floats bit for bit. The grader still allows 1e-5 relative (plus 1e-5 absolute, for path B's
- * outputs near zero): room for a compiler that ever splits an fmaf, and more than six orders
- * of magnitude below what any wrong mapping produces (path A's output is about 450 x, path
- * B's about 0.55 x + 0.18, and two neighbouring inputs differ by about 0.5).
+ * Tolerance of step 1. path_a and path_b (divergence.h) are chains of fmaf only, and fmaf is
+ * correctly rounded both on the GPU and in C, so the kernels and the reference below compute
+ * the same floats bit for bit. The grader still allows 1e-5 relative (plus 1e-5 absolute, for
+ * path B's outputs near zero): room for a compiler that ever splits an fmaf, and more than six
+ * orders of magnitude below what any wrong mapping produces (path A's output is about 450 x,
+ * path B's about 0.55 x + 0.18, and two neighbouring inputs differ by about 0.5).
  *
- * The choreography is harness/flow.c's, the problem graders/array_family.c's; here, the facts,
- * the references, the hints, the concept test and the bench.
+ * Step 2 computes nothing: it moves elements, so its check is exact, bit for bit, on the
+ * multiset of what it kept (any order is right).
+ *
+ * The choreography is harness/flow.c's, step 1's problem graders/array_family.c's, step 2's
+ * below; here, the facts, the references, the hints, the concept tests and the bench.
  */
 #define _POSIX_C_SOURCE 200809L /* popen: graders/concept.h */
 #include <math.h>
@@ -28,6 +37,9 @@
 #include "concept.h"
 
 #define CHAPTER "03-warp-divergence"
+/* Step 1: the committed H200 run (plots/data/h200/03-warp-divergence.tsv, 2026-11-29) has
+ * process:remapped at 0.289 ms against process:divergent at 0.552 ms at n = 2^24: 1.91x (1.87x
+ * at 2^22). 1.6 is 0.84 of that gain: a remap that still splits every warp measures 1.0. */
 #define NEEDS_SPEEDUP 1.6
 #define SPEED_N ((1 << 24) + 1) /* odd: the last pair of warps is partial */
 #define RTOL 1e-5
@@ -46,6 +58,8 @@ static const struct flow_shapes SIZES = { GPU_SIZES, CPU_SIZES, 7, .plain_titles
 
 static int UNIFORM;
 
+/* ==== step 1: warp-uniform remap =========================================================== */
+
 /* ---- references ------------------------------------------------------------------------- */
 
 /* What element i of each kind of rung must hold, from input x. */
@@ -56,6 +70,7 @@ static float ref_element(enum rung_output kind, size_t i, float x)
     case OUT_WARP_PARITY: return ((i / 32) & 1) ? path_b(x) : path_a(x);
     case OUT_KEY_BRANCH:  return x < 0.0f ? path_a(x) : path_b(x);
     case OUT_BLOCK_SUMS:  break;
+    case OUT_COMPACT:     break;
     }
     abort();
 }
@@ -207,7 +222,8 @@ static const struct flow_speed SPEED = {
 };
 
 /* ---- concept test (CPU backend): warp-uniform branches -----------------------------------
- * process() once on n = 16384 (512 full warps) in the instrumented build (graders/concept.h):
+ * process() (the step table's step 1) once on n = 16384 (512 full warps) in the instrumented
+ * build (graders/concept.h):
  * the emulator counts a branch as divergent when the lanes of one warp take both ways.
  * process_divergent measures 1.000 per warp (every warp splits on the parity of i); the
  * remapped solution 0.000. The bound leaves room for a few split warps (1 in 20), none for a
@@ -217,7 +233,7 @@ static const struct flow_speed SPEED = {
 START_TEST(uniform)
 {
     int slot = UNIFORM;
-    struct concept_row r = concept_profile_or_abort("yours");
+    struct concept_row r = concept_profile_or_abort("step1");
     if (r.warps == 0 || r.gld_requests == 0)
         ck_abort_msg("process at n = 16384 launched %llu warps that made %llu global load "
                      "requests: it read nothing", r.warps, r.gld_requests);
@@ -231,10 +247,369 @@ START_TEST(uniform)
     }
     grade_note(slot, "%.3f divergent branches per warp (%llu in %llu warps; under %.2f)",
                r.div_per_warp, r.divergent_branches, r.warps, CONCEPT_MAX_DIVERGENT);
+    grade_summary("%.3f divergent branches per warp (under %.2f)", r.div_per_warp,
+                  CONCEPT_MAX_DIVERGENT);
 }
 END_TEST
 
-/* ---- bench ------------------------------------------------------------------------------ */
+/* ==== step 2: stream compaction ============================================================ */
+
+/* The library, for scale: compact_cub_gpu.cu, which only GPU builds link (NULL elsewhere). */
+extern void compact_cub(const float *d_in, int n, float *d_out, int *d_count)
+    __attribute__((weak));
+
+/* How many of the inputs compact_keep keeps: the densities that catch the lazy kernels. */
+enum keep_density {
+    KEEP_NONE,      /* all negative, zero or NaN: no atomic at all, the count 0 */
+    KEEP_ALL,       /* all positive: every slot, the last warp's partial mask */
+    KEEP_HALF,      /* uniform in [-1, 1): about 16 kept lanes a warp, at random */
+    KEEP_1IN64,     /* most warps keep none, a few keep one or two */
+};
+static const char *const DENSITY_NAME[] = { "none kept", "all kept", "half kept",
+                                            "1 in 64 kept" };
+
+struct compact_shape { int n; enum keep_density d; };
+
+/* Sizes off a warp and off a block (256), one a warp exactly, a prime, and a large one; every
+ * density at the sizes where each matters (a partial last warp, a partial last block). On the
+ * CPU backend the large size shrinks; the edge cases stay. */
+#define COMPACT_LARGE_GPU 4194319 /* a prime, 2^22 + 15 */
+#define COMPACT_LARGE_CPU 100003
+#define COMPACT_SHAPES(LARGE)                                                                  \
+    { 1, KEEP_ALL }, { 1, KEEP_NONE }, { 31, KEEP_HALF }, { 32, KEEP_ALL }, { 33, KEEP_HALF },   \
+    { 33, KEEP_ALL }, { 97, KEEP_1IN64 }, { 1000, KEEP_HALF }, { 4099, KEEP_NONE },             \
+    { 4099, KEEP_ALL }, { 4099, KEEP_HALF }, { 4099, KEEP_1IN64 }, { LARGE, KEEP_HALF },        \
+    { LARGE, KEEP_1IN64 }, { LARGE, KEEP_ALL }
+static const struct compact_shape COMPACT_GPU_SHAPES[] = { COMPACT_SHAPES(COMPACT_LARGE_GPU) };
+static const struct compact_shape COMPACT_CPU_SHAPES[] = { COMPACT_SHAPES(COMPACT_LARGE_CPU) };
+static const struct flow_shapes COMPACT_SIZES = {
+    COMPACT_GPU_SHAPES, COMPACT_CPU_SHAPES,
+    (int)(sizeof COMPACT_GPU_SHAPES / sizeof COMPACT_GPU_SHAPES[0]), .plain_titles = 1,
+};
+
+/* Step 2's speed: the baseline waits on n / 2 atomics on one address, the reference on about
+ * n / 32 (one per warp). No H200 run of this step is committed yet, so the threshold is
+ * provisional: 2x, far under the 16x fewer atomics, and far over a kernel that still makes
+ * one per kept element (1.0). It is to be set from the H200's measurement of the reference
+ * (0.75-0.8 of its ratio over compact_atomic). */
+#define COMPACT_NEEDS_SPEEDUP 2.0
+#define COMPACT_SPEED_N ((1 << 24) + 1)
+
+struct compact_problem {
+    struct compact_shape s;
+    float *h_in, *h_out;
+    uint32_t *h_want;       /* the kept elements' bits, sorted */
+    uint32_t *h_got;        /* d_out[0 .. count)'s bits, sorted (scratch) */
+    int want;               /* how many are kept */
+    float *d_in, *d_out;
+    int *d_count;
+};
+
+typedef void (*compact_launch_fn)(const float *, int, float *, int *);
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+static uint32_t bits_of(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+static float float_of(uint32_t u)
+{
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+static void compact_shape_name(const void *shape, char *buf, size_t len)
+{
+    const struct compact_shape *s = shape;
+    snprintf(buf, len, "n = %d, %s", s->n, DENSITY_NAME[s->d]);
+}
+
+static double compact_elements(const void *shape)
+{
+    return (double)((const struct compact_shape *)shape)->n;
+}
+
+static void *compact_init(const struct flow_kind *k, const void *shape)
+{
+    (void)k;
+    struct compact_problem *p = xmalloc(sizeof *p);
+    memset(p, 0, sizeof *p);
+    p->s = *(const struct compact_shape *)shape;
+    size_t n = (size_t)p->s.n;
+    p->h_in = xmalloc(n * sizeof(float));
+    p->h_out = xmalloc(n * sizeof(float));
+    p->h_want = xmalloc(n * sizeof(uint32_t));
+    p->h_got = xmalloc(n * sizeof(uint32_t));
+    p->d_in = dbuf_alloc(n * sizeof(float), "d_in");
+    p->d_out = dbuf_alloc(n * sizeof(float), "d_out");
+    p->d_count = dbuf_alloc(sizeof(int), "d_count");
+    return p;
+}
+
+static void compact_free(void *pp)
+{
+    struct compact_problem *p = pp;
+    dbuf_free(p->d_in);
+    dbuf_free(p->d_out);
+    dbuf_free(p->d_count);
+    free(p->h_in);
+    free(p->h_out);
+    free(p->h_want);
+    free(p->h_got);
+    free(p);
+}
+
+/* d_out refilled with NaN (0xFFFFFFFF: no kept element has those bits), the count with -1 */
+static void compact_poison(void *pp)
+{
+    struct compact_problem *p = pp;
+    dbuf_poison(p->d_out);
+    dbuf_poison(p->d_count);
+}
+
+/* One input of the density: in (0, 1) to keep, in (-1, 0) or a value that must never be kept
+ * (NaN of either sign, +0, -0: one in 16 of the rejects) otherwise. Never a kept zero. */
+static float compact_value(struct rng *r, int keep)
+{
+    if (keep)
+        return (float)rng_uniform(r, 0x1p-20, 1.0);
+    if (rng_next(r) % 16 == 0) {
+        static const uint32_t never[] = { 0x7fc00000u, 0xffc00000u, 0x00000000u, 0x80000000u };
+        return float_of(never[rng_next(r) % 4]);
+    }
+    return (float)-rng_uniform(r, 0x1p-20, 1.0);
+}
+
+static void compact_fill(void *pp, struct rng *r)
+{
+    struct compact_problem *p = pp;
+    int n = p->s.n;
+    p->want = 0;
+    for (int i = 0; i < n; i++) {
+        int keep = p->s.d == KEEP_ALL    ? 1
+                   : p->s.d == KEEP_NONE ? 0
+                   : p->s.d == KEEP_HALF ? (int)(rng_next(r) & 1)
+                                         : rng_next(r) % 64 == 0;
+        float x = compact_value(r, keep);
+        p->h_in[i] = x;
+        if (compact_keep(x))
+            p->h_want[p->want++] = bits_of(x);
+    }
+    qsort(p->h_want, (size_t)p->want, sizeof(uint32_t), cmp_u32);
+    to_device(p->d_in, p->h_in, (size_t)n * sizeof(float));
+    compact_poison(p);
+}
+
+static void compact_launch(void *pp, flow_fn fn)
+{
+    struct compact_problem *p = pp;
+    ((compact_launch_fn)fn)(p->d_in, p->s.n, p->d_out, p->d_count);
+}
+
+static int compact_library(void *pp)
+{
+    struct compact_problem *p = pp;
+    if (!compact_cub)
+        return -1;
+    compact_cub(p->d_in, p->s.n, p->d_out, p->d_count);
+    return 0;
+}
+
+/* The kept elements: d_out[0 .. count) against the host's, as sorted multisets. */
+static void compact_check(void *pp, int slot, const char *what)
+{
+    struct compact_problem *p = pp;
+    int n = p->s.n;
+    char shape[64], guard[256];
+    compact_shape_name(&p->s, shape, sizeof shape);
+    if (dbuf_check_guards(p->d_out, guard, sizeof guard) != 0) {
+        if (strstr(guard, "before the start"))
+            grade_hint(slot, "a store landed before d_out[0]: a warp's base was negative. "
+                             "*d_count holds garbage on entry (the grader's -1): the launcher "
+                             "sets it to 0 before the kernel adds to it");
+        else
+            grade_hint(slot, "a store landed past d_out[n - 1]: the slots are 0 .. count - 1, "
+                             "so a lane's offset is one too many (it is the number of kept lanes "
+                             "BELOW it, its own bit not counted), or a base is too large");
+        ck_abort_msg("%s: %s: %s", shape, what, guard);
+    }
+    if (dbuf_check_guards(p->d_count, guard, sizeof guard) != 0) {
+        grade_hint(slot, "something was written next to the counter: the count is one int");
+        ck_abort_msg("%s: %s: %s", shape, what, guard);
+    }
+    if (dbuf_check_guards(p->d_in, guard, sizeof guard) != 0) {
+        grade_hint(slot, "the kernel wrote around d_in, which it only reads: are in and out "
+                         "swapped somewhere?");
+        ck_abort_msg("%s: %s: %s", shape, what, guard);
+    }
+    int count;
+    to_host(&count, p->d_count, sizeof count);
+    if (count != p->want) {
+        if (count == 0 && p->want > 0)
+            grade_hint(slot, "nothing was counted: does the kernel do anything yet (the TODO), "
+                             "and does the warp's leader add the warp's total to *d_count?");
+        else if (count == p->want - 1)
+            grade_hint(slot, "one short of the host: *d_count held -1 (the grader's poison) "
+                             "on entry, and nothing set it to 0 before the kernel counted. "
+                             "The launcher sets it (cudaMemsetAsync) on every launch");
+        else if (count > p->want)
+            grade_hint(slot, "more slots reserved than elements kept: is every kept lane "
+                             "adding the warp's whole total? One lane, the leader, makes the "
+                             "warp's one atomicAdd of __popc(mask)");
+        else
+            grade_hint(slot, "fewer slots reserved than elements kept: some warps that keep "
+                             "elements made no atomic. The leader must be a lane that keeps "
+                             "its element (the lowest set bit of the ballot, __ffs(mask) - 1): "
+                             "lane 0 may keep nothing, and then it is not there to add");
+        ck_abort_msg("%s: %s: count %d, want %d (the host kept %d of %d)", shape, what, count,
+                     p->want, p->want, n);
+    }
+    to_host(p->h_out, p->d_out, (size_t)n * sizeof(float));
+    for (int k = 0; k < count; k++)
+        p->h_got[k] = bits_of(p->h_out[k]);
+    qsort(p->h_got, (size_t)count, sizeof(uint32_t), cmp_u32);
+    /* merge the two sorted lists: what is missing, and what is there instead */
+    int missing = 0, unwritten = 0, rejected = 0, repeated = 0, foreign = 0;
+    uint32_t first_missing = 0;
+    int a = 0, b = 0;
+    while (a < p->want || b < count) {
+        if (b >= count || (a < p->want && p->h_want[a] < p->h_got[b])) {
+            if (!missing++)
+                first_missing = p->h_want[a];
+            a++;
+        } else if (a >= p->want || p->h_got[b] < p->h_want[a]) {
+            uint32_t g = p->h_got[b++];
+            if (g == 0xffffffffu)
+                unwritten++;
+            else if (!compact_keep(float_of(g)))
+                rejected++;
+            else if (bsearch(&g, p->h_want, (size_t)p->want, sizeof g, cmp_u32))
+                repeated++;
+            else
+                foreign++;
+        } else {
+            a++, b++;
+        }
+    }
+    if (missing) {
+        if (unwritten && repeated == 0)
+            grade_hint(slot, "slots inside the count were never written, and the elements "
+                             "meant for them are missing: check each lane's offset, the kept "
+                             "lanes below it, __popc(mask & ((1u << lane) - 1)); with the "
+                             "lane's own bit counted, every offset is one too many");
+        else if (repeated)
+            grade_hint(slot, "some elements were written twice, over others: two warps got "
+                             "the same base, or two lanes of one warp the same offset. Every "
+                             "kept lane needs the base its warp's leader reserved (broadcast "
+                             "from the leader) plus its own rank among the kept lanes");
+        else if (rejected)
+            grade_hint(slot, "elements that compact_keep rejects were kept (NaN, a zero or a "
+                             "negative): keep exactly compact_keep(x), x > 0");
+        else
+            grade_hint(slot, "d_out holds values that are not among the inputs: is each lane "
+                             "writing its own element, in[i], to its slot?");
+        ck_abort_msg("%s: %s: the count is right (%d) but d_out[0 .. %d) is not the kept "
+                     "elements: %d missing (the first %.9g), in their place %d never written "
+                     "(still NaN), %d duplicates, %d never kept (NaN, zero, negative), %d not "
+                     "among the inputs", shape, what, count, count, missing,
+                     (double)float_of(first_missing), unwritten, repeated, rejected, foreign);
+    }
+    for (int k = count; k < n; k++)
+        if (bits_of(p->h_out[k]) != 0xffffffffu) {
+            grade_hint(slot, "a store landed at or past d_out[count]: the slots of the kept "
+                             "elements are 0 .. count - 1, so some lane's offset is one too "
+                             "many (its own bit counted) or a warp wrote more than it reserved");
+            ck_abort_msg("%s: %s: d_out[%d] = %.9g was written, at or past the count %d: "
+                         "nothing past the kept elements may be written", shape, what, k,
+                         (double)p->h_out[k], count);
+        }
+}
+
+static const struct flow_kind COMPACT = {
+    sizeof(struct compact_shape), compact_init, compact_fill, compact_launch, compact_library,
+    compact_check, compact_poison, compact_free, compact_shape_name, compact_elements,
+    "elements", NULL, NULL, NULL, NULL, NULL,
+};
+
+/* ---- speed (GPU only) -------------------------------------------------------------------- */
+
+static void compact_verdict(int slot, const void *shape, const struct flow_times *t)
+{
+    (void)shape;
+    double tb = t->base.median_ms, ty = t->yours.median_ms, tc = t->ceiling.median_ms;
+    double ratio = tb / ty;
+    if (compact_cub)
+        grade_note(slot, "yours %.3f ms = %.2fx compact_atomic %.3f ms (needs %.1fx); "
+                         "cub::DeviceSelect::If %.3f ms, so yours is %.0f%% of its speed", ty,
+                   ratio, tb, COMPACT_NEEDS_SPEEDUP, tc, 100.0 * tc / ty);
+    else
+        grade_note(slot, "yours %.3f ms = %.2fx compact_atomic %.3f ms (needs %.1fx); this "
+                         "build has no CUB", ty, ratio, tb, COMPACT_NEEDS_SPEEDUP);
+    grade_summary("%.2fx over compact_atomic (needs %.1fx)", ratio, COMPACT_NEEDS_SPEEDUP);
+    grade_hint(slot, "the output is right, so count the atomics: one per kept element queues "
+                     "them all on one address in the L2. Vote first (__ballot_sync), let one "
+                     "lane add the warp's __popc, and broadcast its base (__shfl_sync)");
+    ck_assert_msg(ratio >= COMPACT_NEEDS_SPEEDUP,
+                  "n = %d, half kept: yours %.3f ms, compact_atomic %.3f ms: %.2fx, needs %.1fx",
+                  COMPACT_SPEED_N, ty, tb, ratio, COMPACT_NEEDS_SPEEDUP);
+}
+
+static const struct compact_shape COMPACT_SPEED_SHAPE = { COMPACT_SPEED_N, KEEP_HALF };
+static const struct flow_speed COMPACT_SPEED = {
+    "speed", &COMPACT, &COMPACT_SPEED_SHAPE, (flow_fn)compact, (flow_fn)compact_atomic, NULL,
+    "compact", 2, 10, 300, compact_verdict, .order = { FLOW_BASE, FLOW_YOURS, FLOW_CEILING },
+};
+
+/* ---- concept test (CPU backend): one atomic per warp -------------------------------------
+ * compact() once on n = 16384 (512 warps of elements, about half kept) in the instrumented
+ * build: the emulator counts every lane's global atomic. compact_atomic makes one per kept
+ * element, about 16 per 32 elements; the warp-aggregated reference one per warp that keeps
+ * anything, at most 1.0. The bound, 1.5, lets a kernel aggregate unevenly, not per half-warp
+ * (2.0) or per lane. */
+#define CONCEPT_MAX_ATOMICS 1.5
+
+static int ATOMICS;
+
+START_TEST(atomics)
+{
+    int slot = ATOMICS;
+    struct concept_row r = concept_profile_or_abort("step2");
+    if (!r.has_atomics)
+        ck_abort_msg("the profile driver's row has no global_atomic_ops column: is it older "
+                     "than this grader? (make grade rebuilds both)");
+    if (r.warps == 0 || r.gld_requests == 0)
+        ck_abort_msg("compact at n = 16384 launched %llu warps that made %llu global load "
+                     "requests: it read nothing", r.warps, r.gld_requests);
+    double per32 = r.work > 0 ? (double)r.gatom_ops / (r.work / 32.0) : 0.0;
+    if (r.gatom_ops == 0)
+        ck_abort_msg("compact at n = 16384, half kept, made no global atomic at all: how does "
+                     "it count?");
+    if (!(per32 <= CONCEPT_MAX_ATOMICS)) {
+        grade_hint(slot, "each kept lane still makes its own atomicAdd: let the warp vote "
+                         "(__ballot_sync), one lane add __popc of the vote for all of them, "
+                         "and hand its result to the others (__shfl_sync)");
+        ck_abort_msg("%.2f global atomic operations per 32 elements (%llu over %.0f "
+                     "elements; at most %.1f wanted, one per warp is 1.0; compact_atomic, one "
+                     "per kept element, has about 16)", per32, r.gatom_ops, r.work,
+                     CONCEPT_MAX_ATOMICS);
+    }
+    grade_note(slot, "%.2f global atomic operations per 32 elements (%llu over %.0f elements; "
+                     "at most %.1f)", per32, r.gatom_ops, r.work, CONCEPT_MAX_ATOMICS);
+    grade_summary("%.2f atomics per warp of elements (at most %.1f)", per32,
+                  CONCEPT_MAX_ATOMICS);
+}
+END_TEST
+
+/* ==== bench ================================================================================ */
 
 struct launch { divergence_fn fn; const float *d_in; float *d_out; int n; };
 
@@ -246,10 +621,66 @@ static void run_rung(void *ctx)
 
 static const int BENCH_SIZES[] = { 1 << 22, 1 << 24 };
 
+struct compact_bench_launch { compact_fn fn; struct compact_problem *p; };
+
+static void run_compact_rung(void *ctx)
+{
+    struct compact_bench_launch *l = ctx;
+    l->fn(l->p->d_in, l->p->s.n, l->p->d_out, l->p->d_count);
+}
+
 static int cmp_float(const void *a, const void *b)
 {
     float x = *(const float *)a, y = *(const float *)b;
     return (x > y) - (x < y);
+}
+
+/* Compaction's rungs and CUB at n, half kept, on one input: each timed, then its count and
+ * its multiset checked against the host's. GB/s counts the input read and the kept elements
+ * written. */
+static int bench_compact(struct results *out, int n, struct rng *r)
+{
+    const struct compact_shape shape = { n, KEEP_HALF };
+    struct compact_problem *p = compact_init(&COMPACT, &shape);
+    compact_fill(p, r);
+    char name[32];
+    snprintf(name, sizeof name, "%d", n);
+    int status = 0;
+    for (int v = 0; v <= DIVERGENCE_NUM_RUNGS && status == 0; v++) {
+        int is_lib = v == DIVERGENCE_NUM_RUNGS;
+        if (is_lib ? !compact_cub : DIVERGENCE_RUNGS[v].output != OUT_COMPACT)
+            continue;
+        char kernel[64];
+        if (is_lib)
+            snprintf(kernel, sizeof kernel, "compact:cub");
+        else
+            snprintf(kernel, sizeof kernel, "%s:%s", DIVERGENCE_RUNGS[v].pair,
+                     DIVERGENCE_RUNGS[v].name);
+        struct compact_bench_launch l = { is_lib ? compact_cub : DIVERGENCE_RUNGS[v].compact, p };
+        compact_poison(p);
+        struct timing t = gpu_time(run_compact_rung, &l, 2, 10);
+        int count;
+        to_host(&count, p->d_count, sizeof count);
+        if (count == p->want) {
+            to_host(p->h_out, p->d_out, (size_t)n * sizeof(float));
+            for (int k = 0; k < count; k++)
+                p->h_got[k] = bits_of(p->h_out[k]);
+            qsort(p->h_got, (size_t)count, sizeof(uint32_t), cmp_u32);
+        }
+        if (count != p->want ||
+            memcmp(p->h_got, p->h_want, (size_t)count * sizeof(uint32_t)) != 0) {
+            fprintf(stderr, "bench: %s at n = %d is wrong: count %d, want %d%s\n", kernel, n,
+                    count, p->want, count == p->want ? ", other elements" : "");
+            status = -1;
+            break;
+        }
+        double gbs = 4.0 * ((double)n + count) / (t.median_ms * 1e-3) / 1e9;
+        results_row(out, CHAPTER, kernel, name, t.median_ms, gbs, 0);
+        printf("%-10s %-22s %10.4f\n", name, kernel, t.median_ms);
+        fflush(stdout);
+    }
+    compact_free(p);
+    return status;
 }
 
 static int bench(const char *path)
@@ -280,6 +711,8 @@ static int bench(const char *path)
         snprintf(shape, sizeof shape, "%d", n);
         for (int v = 0; v < DIVERGENCE_NUM_RUNGS; v++) {
             const struct divergence_rung *g = &DIVERGENCE_RUNGS[v];
+            if (g->output == OUT_COMPACT)
+                continue; /* below, on inputs of their own */
             const float *h_src = g->sorted_input ? h_sorted : h_in;
             struct launch l = { g->fn, g->sorted_input ? d_sorted : d_in, d_out, n };
             size_t len = out_len(g->output, n);
@@ -327,6 +760,8 @@ static int bench(const char *path)
         dbuf_free(d_in);
         dbuf_free(d_sorted);
         dbuf_free(d_out);
+        if (bench_compact(&out, n, &r) != 0)
+            return EXIT_FAILURE;
         free(h_in);
         free(h_sorted);
         free(h_out);
@@ -340,19 +775,33 @@ static int bench(const char *path)
 
 static void add_tests(Suite *s)
 {
-    flow_add_correct(s, &PROCESS.kind, &SIZES, (flow_fn)process, "process");
-    flow_add_speed(s, &SPEED);
-    /* Concept tests, CPU backend (the profiling issue registers them here): divergent
-     * branches per warp, counted by the emulator over process(): the remapped kernel must
-     * show no branch that splits a full warp (only the last pair of warps, past n, may have
-     * lanes that left), where process_divergent splits every warp at every path (the test
-     * `uniform` above, through graders/concept.h). */
-    if (concept_here()) {
-        static const char *title[] = { "warp-uniform: no divergent branch in process()" };
-        UNIFORM = grader_add(s, "uniform", uniform, title, 1, 60);
-    } else {
-        grader_skip("uniform", "counted on the CPU backend only (make grade BACKEND=emu); on "
-                               "a GPU this needs Nsight Compute, which is to come");
+    if (grader_step(1, "warp-uniform remap")) {
+        flow_add_correct(s, &PROCESS.kind, &SIZES, (flow_fn)process, "process");
+        flow_add_speed(s, &SPEED);
+        /* divergent branches per warp, counted by the emulator over process(): the remapped
+         * kernel must show no branch that splits a full warp (only the last pair of warps,
+         * past n, may have lanes that left), where process_divergent splits every warp at
+         * every path (the test `uniform` above, through graders/concept.h). */
+        if (concept_here()) {
+            static const char *title[] = { "warp-uniform: no divergent branch in process()" };
+            UNIFORM = grader_add(s, "uniform", uniform, title, 1, 60);
+        } else {
+            grader_skip("uniform", "counted on the CPU backend only (make grade BACKEND=emu); "
+                                   "on a GPU the speed test grades the idea");
+        }
+    }
+    if (grader_step(2, "stream compaction with __ballot_sync and __popc")) {
+        flow_add_correct(s, &COMPACT, &COMPACT_SIZES, (flow_fn)compact, "compact");
+        flow_add_speed(s, &COMPACT_SPEED);
+        /* global atomics per 32 elements over compact(), counted by the emulator: one per
+         * warp at most (the test `atomics` above) */
+        if (concept_here()) {
+            static const char *title[] = { "warp-aggregated: at most one atomic per warp" };
+            ATOMICS = grader_add(s, "atomics", atomics, title, 1, 60);
+        } else {
+            grader_skip("atomics", "counted on the CPU backend only (make grade BACKEND=emu); "
+                                   "on a GPU the speed test grades the idea");
+        }
     }
 }
 

@@ -1,7 +1,7 @@
 /* concept.h: what the concept tests of chapters 02-04 share (CPU backend only).
  *
  * A concept test grades how a kernel works, not what it computes: sectors per global request,
- * wavefronts per shared-memory request, divergent branches per warp. The numbers come from the
+ * wavefronts per shared-memory request, divergent branches per warp, global atomics. The numbers come from the
  * emu's instrumented build: the grader runs its profile driver, the same side's kernels built
  * instrumented, as `DRIVER --tsv yours` (the Makefile builds one for every CPU-backend grader of
  * these chapters, known-bug kernels included, and tells the grader its path: ident.h), which runs the learner's entry point once on a small shape
@@ -76,6 +76,10 @@ struct concept_row {
     /* the bytes of shared memory a block touched: the declared size of each __shared__ variable
      * its accesses reached (emu_profile_totals.shared_bytes) */
     unsigned long long shared_bytes;
+    /* global atomics: the warp requests, and the lanes' operations (also in gst_*); where the
+     * driver's row has them (has_atomics) */
+    unsigned long long gatom_requests, gatom_ops;
+    int has_atomics;
 };
 
 /* 1 where concept tests run: the CPU backend */
@@ -185,6 +189,12 @@ static inline int concept_profile(const char *name, struct concept_row *r, char 
         return -1;
     }
     r->shared_bytes = strtoull(sb, NULL, 10);
+    /* optional columns, read when the row has them */
+    const char *ga = concept_cell(h, nh, v, nv, "global_atomic_requests");
+    const char *go = concept_cell(h, nh, v, nv, "global_atomic_ops");
+    r->has_atomics = ga && go;
+    r->gatom_requests = ga ? strtoull(ga, NULL, 10) : 0;
+    r->gatom_ops = go ? strtoull(go, NULL, 10) : 0;
     return 0;
 }
 

@@ -21,7 +21,8 @@
  *   profile --run NAME   only the rung named NAME exactly (or "yours")
  *   profile --tsv NAME   emu build only; for the concept tests of the graders (tests/02-04) and
  *                        the calibration: runs only NAME, a rung's name or "yours" (the learner's
- *                        entry point: matmul, matmul_tiled, transpose, process), on the same shape,
+ *                        entry point: matmul, matmul_tiled, transpose, process), or in chapter
+ *                        03 "step1" or "step2" (the step table's launchers), on the same shape,
  *                        prints nothing of the tables and instead a header line and one
  *                        tab-separated row: its launches' totals summed (emu_profile_sum), the
  *                        derived ratios, the access widths, the work done and the kernels it
@@ -70,10 +71,14 @@ __attribute__((constructor)) static void transpose_rungs_init(void)
 #define NUM_RUNGS transpose_num_rungs
 #define YOURS transpose_padded_8
 #elif __has_include("divergence.h")
+/* the rungs (the demos and both steps' pairs), and the step table: "stepK" names step K's
+ * launcher of this side, process (step 1) or compact (step 2), for the concept tests */
 #include "divergence.h"
 #define FAMILY_DIVERGENCE 1
 #define RUNGS DIVERGENCE_RUNGS
 #define NUM_RUNGS DIVERGENCE_NUM_RUNGS
+#define STEPS DIVERGENCE_STEPS
+#define NUM_STEPS DIVERGENCE_NUM_STEPS
 #define YOURS process
 #else
 #error "profile_main.c: no contract header of a chapter it knows (matmul.h, tiled.h, transpose.h, divergence.h)"
@@ -132,6 +137,12 @@ static int selected(int i, const char *kernel)
 }
 
 typedef __typeof__(&YOURS) rung_fn;
+#if FAMILY_DIVERGENCE
+/* the compaction launcher run_one runs in place of fn, when the rung is one (OUT_COMPACT) */
+static compact_fn g_compact;
+/* a stand-in fn for a compaction rung, never called: run_one runs g_compact */
+static void compact_rung(const float *d_in, float *d_out, int n) { (void)d_in, (void)d_out, (void)n; }
+#endif
 static int g_tsv; /* --tsv: no tables, no "== rung" lines; main prints one row */
 static double g_work; /* what the last run did: FMAs (m * k * n), elements (transpose, 03) */
 
@@ -206,10 +217,22 @@ static int run_one(const char *name, rung_fn fn, int sorted_input)
         hin = s;
     }
     float *din = device_copy(hin, (size_t)n), *dout = device_copy(NULL, (size_t)n);
-    fn(din, dout, n);
-    e = cudaDeviceSynchronize();
+    if (g_compact) { /* compaction: the count checked here, the elements by the grader */
+        int *dcount, count = -1, want = 0;
+        check(cudaMalloc((void **)&dcount, sizeof *dcount), "cudaMalloc");
+        g_compact(din, n, dout, dcount);
+        e = cudaDeviceSynchronize();
+        if (e == cudaSuccess)
+            check(cudaMemcpy(&count, dcount, sizeof count, cudaMemcpyDeviceToHost), "cudaMemcpy");
+        for (int j = 0; j < n; ++j)
+            want += compact_keep(hin[j]);
+        ok = count == want;
+    } else {
+        fn(din, dout, n);
+        e = cudaDeviceSynchronize();
+        ok = -1; /* not checked here: the grader does */
+    }
     free(hin);
-    ok = -1; /* not checked here: the grader does */
 #endif
     if (e != cudaSuccess) {
         printf("   the kernel failed: %s (the report above says where)\n", cudaGetErrorString(e));
@@ -223,7 +246,9 @@ static int run_one(const char *name, rung_fn fn, int sorted_input)
 static int run_rung(int i)
 {
 #if FAMILY_DIVERGENCE
-    return run_one(rung_name(i), RUNGS[i].fn, RUNGS[i].sorted_input) != -2;
+    g_compact = RUNGS[i].compact;
+    return run_one(rung_name(i), RUNGS[i].compact ? compact_rung : RUNGS[i].fn,
+                   RUNGS[i].sorted_input) != -2;
 #else
     return run_one(rung_name(i), RUNGS[i].fn, 0) != -2;
 #endif
@@ -236,16 +261,36 @@ static int find_rung(const char *name, rung_fn *fn, int *sorted_input)
     *sorted_input = 0;
     if (!strcmp(name, "yours"))
         *fn = YOURS;
+#if FAMILY_DIVERGENCE
+    g_compact = NULL;
+    for (int k = 1; k <= NUM_STEPS && !*fn; ++k) { /* "step1", "step2": this side's launcher */
+        char step[16];
+        snprintf(step, sizeof step, "step%d", k);
+        if (!strcmp(name, step)) {
+            g_compact = STEPS[k - 1].compact;
+            *fn = g_compact ? compact_rung : STEPS[k - 1].process;
+        }
+    }
+#endif
     for (int i = 0; i < NUM_RUNGS && !*fn; ++i)
         if (!strcmp(name, rung_name(i))) {
             *fn = RUNGS[i].fn;
 #if FAMILY_DIVERGENCE
             *sorted_input = RUNGS[i].sorted_input;
+            g_compact = RUNGS[i].compact;
+            if (g_compact)
+                *fn = compact_rung;
 #endif
         }
     if (*fn)
         return 0;
-    fprintf(stderr, "profile: no rung named '%s' (nor 'yours'); the rungs are:", name);
+    fprintf(stderr, "profile: no rung named '%s' (nor 'yours'%s); the rungs are:", name,
+#if FAMILY_DIVERGENCE
+            ", 'step1', 'step2'"
+#else
+            ""
+#endif
+    );
     for (int i = 0; i < NUM_RUNGS; ++i)
         fprintf(stderr, " %s", rung_name(i));
     fprintf(stderr, "\n");
@@ -280,11 +325,11 @@ static int tsv(const char *name)
            "shared_store_wavefronts_per_req\tglobal_load_bytes_per_req\tglobal_store_bytes_per_req\t"
            "global_load_width\tglobal_store_width\tshared_load_width\tshared_store_width\t"
            "kernels"
-           "\tshared_bytes"
+           "\tshared_bytes\tglobal_atomic_requests\tglobal_atomic_ops"
            "\n");
     printf("%s\t%d\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%.4f\t%.4f\t%.4f\t"
            "%.4f\t%.0f\t%d\t%.4f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%s"
-           "\t%llu"
+           "\t%llu\t%llu\t%llu"
            "\n",
            name, launches, t.warps, t.gld_requests, t.gld_sectors, t.gst_requests, t.gst_sectors,
            t.shld_requests, t.shld_wavefronts, t.shst_requests, t.shst_wavefronts,
@@ -295,7 +340,7 @@ static int tsv(const char *name)
            ratio(t.gst_bytes, t.gst_requests), ratio(t.gld_bytes, t.gld_lanes),
            ratio(t.gst_bytes, t.gst_lanes), ratio(t.shld_bytes, t.shld_lanes),
            ratio(t.shst_bytes, t.shst_lanes), *kernels ? kernels : "-",
-           t.shared_bytes);
+           t.shared_bytes, t.gatom_requests, t.gatom_lanes);
     return 0;
 }
 #endif

@@ -1,12 +1,17 @@
-/* divergence.h: the contract of chapter 03.
+/* divergence.h: the contract of chapter 03, a ladder of two steps.
  *
- * process(d_in, d_out, n): for every element i in [0, n),
+ * Step 1, process(d_in, d_out, n): for every element i in [0, n),
  *     d_out[i] = path_a(d_in[i])  when i is even,
  *     d_out[i] = path_b(d_in[i])  when i is odd.
  * Which thread computes which element is the launcher's choice: the output is defined per
- * element, not per thread. Any n from 1 to 2^30: nothing is a multiple of the block or of a
- * warp. Device pointers; every launcher launches on the default stream, checks the launch, and
- * returns without synchronising.
+ * element, not per thread.
+ *
+ * Step 2, compact(d_in, n, d_out, d_count): every element of d_in[0, n) that compact_keep()
+ * keeps, copied to d_out[0 .. count), in any order, and count written to *d_count.
+ *
+ * Any n from 1 to 2^30: nothing is a multiple of the block or of a warp. Device pointers;
+ * every launcher launches on the default stream, checks the launch, and returns without
+ * synchronising.
  *
  * path_a and path_b are below, shared by the kernels and the grader's CPU reference: both are
  * chains of fmaf, which is correctly rounded on the GPU and in C alike, so the GPU and the CPU
@@ -57,7 +62,7 @@ PATH_QUALIFIERS float path_b(float x)
     return y;
 }
 
-/* ---- the learner's task ----------------------------------------------------------------- */
+/* ---- step 1: warp-uniform remap (step1_remapped.cu) ------------------------------------ */
 
 /* Yours: the same output as process_divergent, with every branch warp-uniform. */
 void process(const float *d_in, float *d_out, int n);
@@ -66,6 +71,50 @@ void process(const float *d_in, float *d_out, int n);
  * take different paths and the warp issues both. Correct, and slow for a reason this chapter
  * is about. */
 void process_divergent(const float *d_in, float *d_out, int n);
+
+/* ---- step 2: stream compaction (step2_compact.cu) ---------------------------------------- */
+
+/* The predicate: x > 0. NaN (either sign), +0 and -0 are never kept; neither is any
+ * negative. Shared by the kernels and the grader's host reference. */
+PATH_QUALIFIERS int compact_keep(float x)
+{
+    return x > 0.0f;
+}
+
+/* Yours: compact(d_in, n, d_out, d_count) copies every x = d_in[i], i in [0, n), with
+ * compact_keep(x) to d_out[0 .. count), each exactly once, in any order (the order within a
+ * warp and across warps is free), and writes count to *d_count. d_out has room for n floats;
+ * nothing at d_out[count] or past it is written. *d_count holds garbage on entry: the launcher
+ * sets it (a launch may be repeated on the same buffers and must give the same count). */
+void compact(const float *d_in, int n, float *d_out, int *d_count);
+
+/* The baseline, given (compact_atomic.cu): each kept element takes its slot with its own
+ * atomicAdd on the counter, one global atomic per kept element, every one on the same
+ * address. */
+void compact_atomic(const float *d_in, int n, float *d_out, int *d_count);
+
+/* The library, for scale (compact_cub_gpu.cu, GPU builds only: the CPU backend has no CUB):
+ * cub::DeviceSelect::If with compact_keep, which also keeps the input order. The grader and
+ * the rung table declare it weak, so a build without it sees NULL. */
+
+typedef void (*compact_fn)(const float *d_in, int n, float *d_out, int *d_count);
+
+/* ---- the steps, in order (steps.cu) ------------------------------------------------------ */
+
+/* One step's launcher: its contract is step 1's (process) or step 2's (compact), the other
+ * NULL. Each step has its own given baseline (process_divergent, compact_atomic): step 2 is a
+ * new problem, not a faster step 1. */
+struct divergence_step {
+    const char *name;       /* "remapped", "compact" */
+    void (*process)(const float *d_in, float *d_out, int n);
+    compact_fn compact;
+};
+extern const struct divergence_step DIVERGENCE_STEPS[];
+extern const int DIVERGENCE_NUM_STEPS;
+/* The same table over the references, which the build links into every grader under the
+ * prefix ref_ (solutions/ renamed): the reference of each step, whichever side is graded. */
+extern const struct divergence_step ref_DIVERGENCE_STEPS[];
+extern const int ref_DIVERGENCE_NUM_STEPS;
 
 /* ---- the demos (demos.cu, given) -------------------------------------------------------- */
 
@@ -91,7 +140,7 @@ void reduce_sequential(const float *d_in, float *d_out, int n);
  * compiler predicates it: no branch in the machine code, so it cannot diverge. */
 void short_branch(const float *d_in, float *d_out, int n);
 
-/* ---- the rungs a file offers, in order, for the bench and the plot ---------------------- */
+/* ---- the rungs, in order, for the bench, the plot and the profile driver (steps.cu) ------ */
 
 typedef void (*divergence_fn)(const float *d_in, float *d_out, int n);
 
@@ -101,14 +150,19 @@ enum rung_output {
     OUT_WARP_PARITY,    /* (i / 32) parity picks the path: parity_warp */
     OUT_KEY_BRANCH,     /* the key's sign picks the path: branch_on_key */
     OUT_BLOCK_SUMS,     /* one sum per REDUCE_BLOCK elements: reduce_* */
+    OUT_COMPACT,        /* the kept elements and their count: compact_* (fn NULL, compact set) */
 };
 
 struct divergence_rung {
-    const char *pair;   /* the demo it belongs to: "parity", "keys", "reduce", "process" */
-    const char *name;   /* slow one first: "lane", "warp"; "unsorted", "sorted"; ... */
+    const char *pair;   /* the demo it belongs to: "parity", "keys", "reduce", "process",
+                           "compact" */
+    const char *name;   /* slow one first: "lane", "warp"; "unsorted", "sorted"; ...;
+                           "atomic", "warp", "cub" */
     divergence_fn fn;
     enum rung_output output;
     int sorted_input;   /* 1: the bench sorts the input first (same keys, other order) */
+    compact_fn compact; /* OUT_COMPACT's launcher (NULL where the build lacks it: cub on the
+                           CPU backend) */
 };
 extern const struct divergence_rung DIVERGENCE_RUNGS[];
 extern const int DIVERGENCE_NUM_RUNGS;

@@ -24,6 +24,8 @@ struct emu_profile_totals {
      * variable its accesses reached (the dynamic shared memory the launch gave, if it reached
      * that); emu_profile_sum gives the largest over its launches, not their sum */
     unsigned long long shared_bytes;
+    unsigned long long gatom_requests, gatom_lanes; /* global atomics alone (also in gst_*):
+                                                       warp requests, lane operations */
 };
 
 /* Record (1, the default) or ignore (0) the launches that follow; the bounds checks run

@@ -675,6 +675,8 @@ void report(const void *kernel, const Cfg &c)
             t.gst_requests += s.requests;
             t.gst_sectors += s.units;
             t.gst_lanes += s.lanes, t.gst_bytes += s.bytes;
+            if (m.first.kind == ATOMIC) /* and the atomics on their own */
+                t.gatom_requests += s.requests, t.gatom_lanes += s.lanes;
         } else if (m.first.kind == LOAD) {
             t.shld_requests += s.requests;
             t.shld_wavefronts += s.units;
@@ -703,6 +705,7 @@ void report(const void *kernel, const Cfg &c)
     g_sum.shld_lanes += t.shld_lanes, g_sum.shld_bytes += t.shld_bytes;
     g_sum.shst_lanes += t.shst_lanes, g_sum.shst_bytes += t.shst_bytes;
     g_sum.shared_bytes = std::max(g_sum.shared_bytes, t.shared_bytes); /* a footprint: the largest */
+    g_sum.gatom_requests += t.gatom_requests, g_sum.gatom_lanes += t.gatom_lanes;
     ++g_nsum;
     g_kernels.push_back(kernel);
     if (!printing())

@@ -1,4 +1,4 @@
-/* process.cu: chapter 03, reference solution, and the demo table the bench measures.
+/* step1_remapped.cu: chapter 03, step 1 of 2, the reference.
  *
  * Divergent (process_divergent.cu, given): thread i takes element i and branches on i's
  *   parity, so the even and odd lanes of every warp split and the warp issues both paths.
@@ -16,8 +16,8 @@
 
 #define BLOCK 256 /* a multiple of 64: a warp pair never straddles two blocks */
 
-__global__ void process_remapped_kernel(const float *__restrict__ in, float *__restrict__ out,
-                                        int n)
+static __global__ void process_remapped_kernel(const float *__restrict__ in,
+                                               float *__restrict__ out, int n)
 {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     int warp = t / 32, lane = t % 32;
@@ -36,26 +36,8 @@ __global__ void process_remapped_kernel(const float *__restrict__ in, float *__r
         out[i] = path_a(x);
 }
 
-void process_remapped(const float *d_in, float *d_out, int n)
+void process(const float *d_in, float *d_out, int n)
 {
     process_remapped_kernel<<<cdiv(n, BLOCK), BLOCK>>>(d_in, d_out, n);
     CUDA_CHECK(cudaGetLastError());
 }
-
-void process(const float *d_in, float *d_out, int n)
-{
-    process_remapped(d_in, d_out, n);
-}
-
-/* Each pair: the divergent way first, the warp-uniform way second. */
-const struct divergence_rung DIVERGENCE_RUNGS[] = {
-    { "parity",  "lane",        process_divergent,  OUT_PROCESS,     0 },
-    { "parity",  "warp",        parity_warp,        OUT_WARP_PARITY, 0 },
-    { "keys",    "unsorted",    branch_on_key,      OUT_KEY_BRANCH,  0 },
-    { "keys",    "sorted",      branch_on_key,      OUT_KEY_BRANCH,  1 },
-    { "reduce",  "interleaved", reduce_interleaved, OUT_BLOCK_SUMS,  0 },
-    { "reduce",  "sequential",  reduce_sequential,  OUT_BLOCK_SUMS,  0 },
-    { "process", "divergent",   process_divergent,  OUT_PROCESS,     0 },
-    { "process", "remapped",    process_remapped,   OUT_PROCESS,     0 },
-};
-const int DIVERGENCE_NUM_RUNGS = sizeof DIVERGENCE_RUNGS / sizeof DIVERGENCE_RUNGS[0];
