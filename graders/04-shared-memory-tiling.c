@@ -1,13 +1,20 @@
 /* 04-shared-memory-tiling.c: the grader of chapter 04, its bench, and its tuner.
  *
- *   grade            matmul_tiled on edge shapes, twice each on fresh inputs (the second run
- *                    shuffled on the CPU backend), against a double-precision reference; every
- *                    rung of the linked file's TILED_RUNGS, and every tile configuration of
- *                    TILED_CONFIGS, on three small odd shapes; on a GPU, matmul_tiled at least
- *                    1.3x matmul_naive at 2048^3, with cuBLAS SGEMM measured in the same run
- *   grade --bench F  every rung and cuBLAS at 1024^3, 2048^3, 4096^3, 1000x999x1001 and
- *                    4096x4096x72, each checked against cuBLAS, as tab-separated rows in F
- *                    (GPU only)
+ *   grade            the ladder, a step a rung (TILED_STEPS, steps.cu), each step graded on
+ *                    its own (GRADE_STEP=k grades step k alone):
+ *                      correct  the step's launcher on the chapter's edge shapes, twice each on
+ *                               fresh inputs (the second run shuffled on the CPU backend),
+ *                               against a double-precision reference; step 6 also every tile
+ *                               configuration of TILED_CONFIGS on three small odd shapes
+ *                      concept  (CPU backend) the step's idea counted by the instrumented build
+ *                               (graders/concept.h): coalesced, reused tiles; FMAs per shared
+ *                               load; the width of loads; shared wavefronts per request
+ *                      speed    (GPU) a ratio over the previous step's reference (step 1: over
+ *                               the given matmul_naive), measured in the same run, with cuBLAS
+ *                               SGEMM timed beside it
+ *   grade --bench F  the naive kernel, every step and cuBLAS at 1024^3, 2048^3, 4096^3,
+ *                    1000x999x1001 and 4096x4096x72, each checked against cuBLAS, as
+ *                    tab-separated rows in F (GPU only)
  *   grade --tune F   every tile configuration at the same five shapes, each checked against
  *                    cuBLAS, as the table matmul_tuned reads (GPU only; gemm_family.h has the
  *                    format)
@@ -20,6 +27,13 @@
  * the last row, is compared against the double-precision reference of those rows. The bench
  * and the tuner compare the same kind of sample against cuBLAS's output, with twice the
  * tolerance (both sides round). graders/gemm_family.c does all three.
+ *
+ * Thresholds. Each speed threshold comes from the references' times in
+ * plots/data/h200/04-shared-memory-tiling.tsv (NVIDIA H200, driver 580.159.04, CUDA 13.0,
+ * 2026-11-29, `make bench SOLUTIONS=1`): the step's reference over the previous step's at the
+ * speed shape, times a margin of about 0.8 where the gain is large, and a share of the gain
+ * where it is small, so that the previous step's reference itself fails. Each is beside its
+ * step in the table of gates below, with the times it came from.
  */
 #define _POSIX_C_SOURCE 200809L /* popen: graders/concept.h */
 #include <stdlib.h>
@@ -30,34 +44,35 @@
 #include "concept.h"
 
 #define CHAPTER "04-shared-memory-tiling"
-#define NEEDS_SPEEDUP 1.3
+#define NSTEPS 6
 
-/* Edge shapes for matmul_tiled: one element; primes just off the 32x32 tile; k and n odd
- * near 1000; a short k (72: two full tiles and a partial one) under a wide C; a tall thin C
- * (37 columns, catches a grid with x and y swapped); and a square that fills the GPU. On the
- * CPU backend the shapes that only exist to fill a GPU shrink; the edge cases stay. */
+/* Edge shapes, for every step: one element; primes just off the 32x32 tile; everything odd
+ * (67x45x131: the float4 steps take their scalar paths); k and n multiples of 4 but of no
+ * tile (130x132x260: the float4 paths, with tails in m, n and k); n a multiple of 4 with k
+ * odd (31x45x36: a float4 path taken for A reads the wrong elements); k and n odd near 1000;
+ * a short k (72: two full 32-wide tiles and a partial one) under a wide C; a tall thin C (37
+ * columns, catches a grid with x and y swapped); and a square that fills the GPU. On the CPU
+ * backend the shapes that only exist to fill a GPU shrink; the edge cases stay. */
 static const struct gemm_shape GPU_SHAPES[] = {
-    { 1, 1, 1 }, { 31, 33, 35 }, { 1000, 999, 1001 }, { 4096, 72, 4096 }, { 3001, 517, 37 },
-    { 2048, 2048, 2048 },
+    { 1, 1, 1 }, { 31, 33, 35 }, { 67, 45, 131 }, { 130, 132, 260 }, { 31, 45, 36 },
+    { 1000, 999, 1001 }, { 4096, 72, 4096 }, { 3001, 517, 37 }, { 2048, 2048, 2048 },
 };
 static const struct gemm_shape CPU_SHAPES[] = {
-    { 1, 1, 1 }, { 31, 33, 35 }, { 1000, 999, 1001 }, { 1024, 72, 1024 }, { 3001, 517, 37 },
-    { 256, 256, 256 },
+    { 1, 1, 1 }, { 31, 33, 35 }, { 67, 45, 131 }, { 130, 132, 260 }, { 31, 45, 36 },
+    { 1000, 999, 1001 }, { 1024, 72, 1024 }, { 3001, 517, 37 }, { 256, 256, 256 },
 };
-static const struct flow_shapes SHAPES = { GPU_SHAPES, CPU_SHAPES, .n = 6 };
+static const struct flow_shapes SHAPES = { GPU_SHAPES, CPU_SHAPES, .n = 9 };
 
-/* Small shapes for every rung and every tile configuration: everything odd; k and n
- * multiples of 4 but of no tile (the float4 paths, with tails in m, n and k); and n a
- * multiple of 4 with k odd (a float4 path taken there reads the wrong elements). For a
- * split-K configuration (name ending _kS) k = 45 and 132 are 6 and 17 steps of BK = 8: every
- * split has slices of one step and of several, boundaries inside k, and the partial last step
- * in the last slice. */
-static const struct gemm_shape RUNG_SHAPES[] = {
+/* Step 6's tile configurations, each on the three small odd shapes above. For a split-K
+ * configuration (name ending _kS) k = 45 and 132 are 6 and 17 steps of BK = 8: every split has
+ * slices of one step and of several, boundaries inside k, and the partial last step in the
+ * last slice. */
+static const struct gemm_shape CONFIG_SHAPES[] = {
     { 67, 45, 131 }, { 130, 132, 260 }, { 31, 45, 36 },
 };
-#define NRUNG_SHAPES 3
+#define NCONFIG_SHAPES 3
 
-/* The bench's and the tuner's shapes: three squares and the two odd ones of the issue. */
+/* The bench's and the tuner's shapes: three squares and the two odd ones. */
 static const struct gemm_shape BENCH_SHAPES[] = {
     { 1024, 1024, 1024 }, { 2048, 2048, 2048 }, { 4096, 4096, 4096 }, { 1000, 999, 1001 },
     { 4096, 4096, 72 },
@@ -67,22 +82,37 @@ static const struct gemm_shape BENCH_SHAPES[] = {
 #define GUARD_HINT                                                                             \
     "a thread with row >= m or col >= n still stored its result: every store to C needs its "  \
     "own bounds check, after the tile loop"
+#define FLOAT4_HINT                                                                            \
+    "67x45x131 takes the scalar paths everywhere, 130x132x260 the float4 paths with tails in " \
+    "m, k and n, and 31x45x36 must not take a float4 path for A (k = 45: A's rows are not "     \
+    "16-byte aligned)"
 
-/* matmul_tiled's problem; the rungs' and the configurations' differ in the hint they give
- * when where the wrong elements sit says nothing (split-K's first: it knows more) */
-static const struct gemm_kind TILED = {
-    GEMM_FLOW, .input = GEMM_F32, .sampled = 1, .guard_hint = GUARD_HINT,
-    .hint = "walk cdiv(k, TILE) tiles, the last one partial; store 0.0f in the tile where the "
-            "index falls outside A or B (skipping the store leaves the previous tile's values "
-            "there); __syncthreads() after the loads AND after the inner loop; set acc to 0 "
-            "once, before the tile loop",
-};
-static const struct gemm_kind RUNG = {
-    GEMM_FLOW, .input = GEMM_F32, .sampled = 1, .guard_hint = GUARD_HINT,
-    .hint = "a rung that fails only on some of the three shapes: 67x45x131 takes the scalar "
-            "paths everywhere, 130x132x260 the float4 paths with tails in m, k and n, and "
-            "31x45x36 must not take a float4 path for A (k = 45: A's rows are not 16-byte "
-            "aligned)",
+/* Each step's problem; they differ in the hint they give when where the wrong elements sit
+ * says nothing (split-K's first: it knows more). */
+static const struct gemm_kind KIND[NSTEPS] = {
+    { GEMM_FLOW, .input = GEMM_F32, .sampled = 1, .guard_hint = GUARD_HINT,
+      .hint = "walk cdiv(k, TILE) tiles, the last one partial; store 0.0f in the tile where the "
+              "index falls outside A or B (skipping the store leaves the previous tile's values "
+              "there); __syncthreads() after the loads AND after the inner loop; set acc to 0 "
+              "once, before the tile loop" },
+    { GEMM_FLOW, .input = GEMM_F32, .sampled = 1, .guard_hint = GUARD_HINT,
+      .hint = "each thread's column of results: the rows it loads from s_a, the rows it stores "
+              "to C and the accumulator it adds into must be the same; zero-fill both tiles "
+              "wherever the index falls outside A (row or k) or B (k or column)" },
+    { GEMM_FLOW, .input = GEMM_F32, .sampled = 1, .guard_hint = GUARD_HINT,
+      .hint = "a tile loaded in several passes needs every pass (BM x BK and BK x BN elements "
+              "over the block's threads); each thread's fragment rows and columns in shared "
+              "memory must be the rows and columns it stores to C" },
+    { GEMM_FLOW, .input = GEMM_F32, .sampled = 1, .guard_hint = GUARD_HINT,
+      .hint = "a step that fails only on some shapes: " FLOAT4_HINT "; A's tile stored "
+              "transposed must be read transposed, at the same stride" },
+    { GEMM_FLOW, .input = GEMM_F32, .sampled = 1, .guard_hint = GUARD_HINT,
+      .hint = "the warp's tile in the block tile (row and column offsets from the warp index), "
+              "the lane's fragment in each sub-tile, and the stride of the padded A tile must "
+              "agree between the loads, the reads and the stores; " FLOAT4_HINT },
+    { GEMM_FLOW, .input = GEMM_F32, .sampled = 1, .guard_hint = GUARD_HINT,
+      .hint = "matmul_tuned launches one of your configurations: the configs tests say which "
+              "fails; " FLOAT4_HINT },
 };
 static const struct gemm_kind SPLITK = {
     GEMM_FLOW, .input = GEMM_F32, .sampled = 1, .guard_hint = GUARD_HINT, .given_first = 1,
@@ -92,8 +122,83 @@ static const struct gemm_kind SPLITK = {
             "step of BK exactly once (a step counted twice or skipped where one slice ends and "
             "the next begins)",
 };
+static const struct gemm_kind CONFIG = {
+    GEMM_FLOW, .input = GEMM_F32, .sampled = 1, .guard_hint = GUARD_HINT,
+    .hint = "a configuration that fails only on some of the three shapes: " FLOAT4_HINT,
+};
 
-static int RUNGS, CONFIGS, COALESCED;
+/* ---- the steps' gates ------------------------------------------------------------------------
+ * Speed (GPU): yours over the previous step's reference (ref_TILED_STEPS, the solution's
+ * kernels linked into this grader renamed ref_), step 1 over the given naive kernel; the
+ * measured ratios are the H200's committed bench rows (ms, the references):
+ *
+ *   step  shape   reference over the one before             measured  needs
+ *   1     2048^3  tiled 1.86048 / naive 2.74749               1.48x    1.2x   (0.81)
+ *   2     2048^3  blocked_1d 0.98368 / tiled 1.86048          1.89x    1.5x   (0.79)
+ *   3     2048^3  blocked_2d 0.565696 / blocked_1d 0.98368    1.74x    1.4x   (0.80)
+ *   4     2048^3  vectorized 0.492384 / blocked_2d 0.565696   1.15x    1.08x  (half the gain)
+ *   5     2048^3  warptiled 0.46304 / vectorized 0.492384     1.063x   1.03x  (half the gain)
+ *   6     4096x4096x72  tuned 0.101952 / warptiled 0.735216   7.21x    5.5x   (0.76)
+ *   6     4096^3  tuned 2.92653 / warptiled 3.72323           1.27x    0.95x  (no slower)
+ *
+ * Steps 4 and 5 gain little over the step before (at 4096^3: 1.14x and 1.04x), so their
+ * thresholds keep half the gain: a correct kernel that skips the step's idea measures about
+ * 1.0x. Step 5's margin is thin on any GPU (3%); its CPU-backend gate counts the idea itself.
+ *
+ * Concepts (CPU backend), each on the step's own rung at 128x128x128, the references' counts:
+ *   step 1  4.00 sectors per global load request (at most 4.5 for floats), 0.0625 global
+ *           load requests x 32 per FMA (at most 0.25; the naive kernel 2)
+ *   step 2  0.89 FMAs per shared load, requests x 32 lanes (at least 0.7; step 1 0.50)
+ *   step 3  4.00 FMAs per shared load (at least 2; step 2 0.89)
+ *   step 4  16 bytes a lane, shared loads and global loads alike (at least 12; step 3 4)
+ *   step 5  3.0 shared wavefronts per shared load request (at most 4; step 4 5.0, the same
+ *           counts as Nsight Compute's on the H200: plots/data/h200/profile-calibration.tsv),
+ *           shared loads still 16 bytes a lane (at least 12)
+ *   step 6  correctness of every configuration: its idea is graded by speed on a GPU */
+#define CONCEPT_MAX_LOADS_PER_FMA 0.25
+#define CONCEPT_MIN_WIDTH 12.0
+#define CONCEPT_MAX_WAVEFRONTS 4.0
+
+struct step_speed {
+    struct flow_speed sp;       /* first: grade_ctx() is this */
+    int step;
+    double needs;
+    const char *base;           /* "naive", "step 4" */
+    const char *hint;
+};
+
+struct step_gate {
+    int step;
+    const char *rung;           /* the rung the profile driver runs */
+    double min_fmas_per_load;   /* steps 2 and 3 */
+};
+
+static const struct gemm_shape SHAPE_2048 = { 2048, 2048, 2048 };
+static const struct gemm_shape SHAPE_4096 = { 4096, 4096, 4096 };
+static const struct gemm_shape SHAPE_THIN = { 4096, 4096, 72 };
+
+static const double NEEDS[NSTEPS] = { 1.2, 1.5, 1.4, 1.08, 1.03, 5.5 };
+#define NEEDS_TUNED_SQUARE 0.95
+
+static const char *const SPEED_HINT[NSTEPS] = {
+    "each element of a tile must come from global memory once per block and then be read TILE "
+    "times from shared memory; check that s_a is read along a row (s_a[ty][i], a broadcast) "
+    "and s_b down a column (s_b[i][tx], 32 banks), and that the block is 32x32 threads",
+    "each thread should keep the B value it loads from shared memory in a register and use it "
+    "for all TM rows of its column (TM = 8: 9 shared loads for 8 FMAs instead of 16)",
+    "each thread should load TM values of A and TN of B into registers per step of k and do "
+    "all TM x TN FMAs with them (8x8: 16 loads for 64 FMAs)",
+    "the fragments should come from shared memory as float4s (A's tile stored transposed, so "
+    "a thread's TM values of A are contiguous) and the tiles from global memory as float4s",
+    "the lanes of a warp should read contiguous runs of shared memory together: a warp's tile "
+    "of C split into sub-tiles its 32 lanes cover at once, 4x4 results a lane in each",
+    "a C with few tiles needs more blocks: split k over S blocks a tile (split-K) where the "
+    "tiles leave SMs idle, and pick each shape's configuration from your tuning table",
+};
+
+static struct step_speed SPEED[NSTEPS + 1];
+static struct step_gate GATE[NSTEPS];
+static int CONFIGS_SLOT;
 /* the configurations that fit this device, in TILED_CONFIGS order (set before the forks) */
 static int CONFIG_OF[GRADE_MAX_TESTS];
 
@@ -104,49 +209,61 @@ static int config_splits(const char *name)
     return k && k[1] == 'k' && k[2] >= '1' && k[2] <= '9' ? atoi(k + 2) : 1;
 }
 
-START_TEST(rungs)
-{
-    const struct tiled_rung *rung = &TILED_RUNGS[_i];
-    flow_correct_each(&RUNG.kind, RUNGS + _i, RUNG_SHAPES, NRUNG_SHAPES, (flow_fn)rung->fn,
-                      rung->name, 0);
-}
-END_TEST
-
 START_TEST(configs)
 {
     const struct tiled_config *cfg = &TILED_CONFIGS[CONFIG_OF[_i]];
-    const struct gemm_kind *k = config_splits(cfg->name) > 1 ? &SPLITK : &RUNG;
-    flow_correct_each(&k->kind, CONFIGS + _i, RUNG_SHAPES, NRUNG_SHAPES, (flow_fn)cfg->fn,
-                      cfg->name, 0);
+    const struct gemm_kind *k = config_splits(cfg->name) > 1 ? &SPLITK : &CONFIG;
+    flow_correct_each(&k->kind, CONFIGS_SLOT + _i, CONFIG_SHAPES, NCONFIG_SHAPES,
+                      (flow_fn)cfg->fn, cfg->name, 0);
 }
 END_TEST
 
-/* ---- concept tests -------------------------------------------------------------------------
- * The profiling issue registers its tests of this chapter's ideas here, on the CPU backend's
- * counters (and Nsight Compute where it runs): global loads per FMA of matmul_tiled (1/16
- * where the naive kernel needs 2), shared-memory wavefronts per request of its tile reads (1:
- * s_a's read is a broadcast, s_b's spans 32 banks), and no divergent barrier. Add them with
- * grader_add beside `correct` in add_tests().
- *
- * coalesced-reuse (CPU backend): matmul_tiled() once at 128x128x128 in the instrumented build
- * (graders/concept.h). Its global loads (the A and B tiles) must need at most
- * CONCEPT_MAX_SECTORS 32-byte sectors per warp request: 32 consecutive floats are 4 sectors,
- * the solution measures 4.00; the margin is for partial or unaligned edge tiles. And a tile
- * must be reused: global load requests times 32 lanes per FMA at most CONCEPT_MAX_LOADS_PER_FMA,
- * 2 / TILE for a tiled kernel (0.0625 for the solution's 32), 2 for the naive kernel, whose
- * loads average 2.50 sectors per request (A's row is a broadcast, B's is coalesced) and so
- * would pass the first bound alone. 0.25 asks for tiles of at least 8. The sector limit scales
- * with the width the profile saw (concept_max_sectors: 4.5 for floats, 18 for float4), so a
- * tile loaded with float4 is judged coalesced too. */
-#define CONCEPT_MAX_LOADS_PER_FMA 0.25
+START_TEST(splitk_offered)
+{
+    int slot = grade_slot();
+    int split = -1;
+    for (int i = 0; i < TILED_NUM_CONFIGS && split < 0; i++)
+        if (config_splits(TILED_CONFIGS[i].name) > 1)
+            split = i;
+    if (split < 0) {
+        grade_hint(slot, "list your configurations in TILED_CONFIGS (tiled.h), among them at "
+                         "least one that splits k S ways, named ..._kS");
+        ck_abort_msg("TILED_CONFIGS has %d configurations, none of them split-K (a name ending "
+                     "_kS)", TILED_NUM_CONFIGS);
+    }
+    grade_note(slot, "%d configurations, split-K among them (%s)", TILED_NUM_CONFIGS,
+               TILED_CONFIGS[split].name);
+}
+END_TEST
 
+/* ---- concept tests (CPU backend) ------------------------------------------------------------
+ * Each runs the step's own rung once at 128x128x128 in the instrumented build (the profile
+ * driver, graders/profile_main.c) and reads its counts. */
+
+/* The step's rung's row, or the test fails: a kernel that ran nothing, say so. */
+static struct concept_row gate_row(const struct step_gate *g)
+{
+    struct concept_row r = concept_profile_or_abort(g->rung);
+    if (r.work <= 0 || r.gld_requests == 0) {
+        grade_hint(grade_slot(), "the kernel of step %d is yours to write: the TODO at the top "
+                   "of step%d_%s.cu says what it must do", g->step, g->step, g->rung);
+        ck_abort_msg("matmul_%s at 128x128x128 made %llu global load requests: it read "
+                     "nothing", g->rung, r.gld_requests);
+    }
+    return r;
+}
+
+/* step 1: tile loads coalesced, and each element reused across a tile. Its global loads (the
+ * A and B tiles) must need at most concept_max_sectors 32-byte sectors per warp request (4.5
+ * for floats, 18 for float4s: a margin for partial or unaligned edge tiles over the 4 of 32
+ * consecutive floats); and global load requests times 32 lanes per FMA at most
+ * CONCEPT_MAX_LOADS_PER_FMA: 2 / TILE for a tiled kernel, 2 for the naive kernel, whose loads
+ * average 2.50 sectors per request (A's row is a broadcast, B's is coalesced) and so would
+ * pass the first bound alone. 0.25 asks for tiles of at least 8. */
 START_TEST(coalesced)
 {
-    int slot = COALESCED;
-    struct concept_row r = concept_profile_or_abort("yours");
-    if (r.gld_requests == 0 || r.work <= 0)
-        ck_abort_msg("matmul_tiled at 128x128x128 made %llu global load requests: it read "
-                     "nothing", r.gld_requests);
+    int slot = grade_slot();
+    struct concept_row r = gate_row(grade_ctx());
     double per_fma = (double)r.gld_requests * 32.0 / r.work;
     const double max_sectors = concept_max_sectors(r.gld_width);
     if (!(r.gld_spr <= max_sectors)) {
@@ -164,6 +281,79 @@ START_TEST(coalesced)
     }
     grade_note(slot, "%.2f sectors per load request (at most %.1f), %.4f loads per FMA (at "
                "most %.2f)", r.gld_spr, max_sectors, per_fma, CONCEPT_MAX_LOADS_PER_FMA);
+    grade_summary("%.4f global loads per FMA (at most %.2f), coalesced", per_fma,
+                  CONCEPT_MAX_LOADS_PER_FMA);
+}
+END_TEST
+
+/* steps 2 and 3: FMAs per shared load, the FMAs over shared load requests x 32 lanes */
+START_TEST(register_reuse)
+{
+    int slot = grade_slot();
+    const struct step_gate *g = grade_ctx();
+    struct concept_row r = gate_row(g);
+    if (r.shld_requests == 0) {
+        grade_hint(slot, "stage the tiles of A and B in shared memory, as step 1 does, and read "
+                         "each value from there into a register");
+        ck_abort_msg("matmul_%s at 128x128x128 made no shared load: no tile is staged",
+                     g->rung);
+    }
+    double fmas = r.work / ((double)r.shld_requests * 32.0);
+    if (!(fmas >= g->min_fmas_per_load)) {
+        grade_hint(slot, "%s", SPEED_HINT[g->step - 1]);
+        ck_abort_msg("%.2f FMAs per shared load (needs %.1f; step %d's reference has %s)", fmas,
+                     g->min_fmas_per_load, g->step - 1, g->step == 2 ? "0.50" : "0.89");
+    }
+    grade_note(slot, "%.2f FMAs per shared load (needs %.1f)", fmas, g->min_fmas_per_load);
+    grade_summary("%.2f FMAs per shared load (needs %.1f)", fmas, g->min_fmas_per_load);
+}
+END_TEST
+
+/* step 4: 16-byte loads, from shared memory and from global memory, as the bytes a lane of
+ * the profile's requests moved on average */
+START_TEST(widths)
+{
+    int slot = grade_slot();
+    struct concept_row r = gate_row(grade_ctx());
+    if (!(r.shld_width >= CONCEPT_MIN_WIDTH)) {
+        grade_hint(slot, "read each thread's fragments from shared memory as float4s: B's "
+                         "values are contiguous along a row of its tile; A's are contiguous only "
+                         "if its tile is stored transposed (s_a[k][m])");
+        ck_abort_msg("shared loads of %.1f bytes a lane on average (needs %.0f: float4 loads "
+                     "are 16)", concept_width(r.shld_width), CONCEPT_MIN_WIDTH);
+    }
+    if (!(r.gld_width >= CONCEPT_MIN_WIDTH)) {
+        grade_hint(slot, "load the tiles from global memory as float4s where k and n are "
+                         "multiples of 4 (the grader's profile shape, 128^3, is)");
+        ck_abort_msg("global loads of %.1f bytes a lane on average (needs %.0f: float4 loads "
+                     "are 16)", concept_width(r.gld_width), CONCEPT_MIN_WIDTH);
+    }
+    grade_note(slot, "shared loads %.1f bytes a lane, global loads %.1f (each needs %.0f)",
+               r.shld_width, r.gld_width, CONCEPT_MIN_WIDTH);
+    grade_summary("%.0f-byte shared loads, %.0f-byte global loads (need %.0f)", r.shld_width,
+                  r.gld_width, CONCEPT_MIN_WIDTH);
+}
+END_TEST
+
+/* step 5: shared wavefronts per shared load request, with the loads still float4s */
+START_TEST(wavefronts)
+{
+    int slot = grade_slot();
+    struct concept_row r = gate_row(grade_ctx());
+    if (!(r.shld_width >= CONCEPT_MIN_WIDTH)) {
+        grade_hint(slot, "keep step 4's float4 reads of both fragments from shared memory");
+        ck_abort_msg("shared loads of %.1f bytes a lane on average (needs %.0f: float4 loads "
+                     "are 16)", concept_width(r.shld_width), CONCEPT_MIN_WIDTH);
+    }
+    if (!(r.shld_wpr <= CONCEPT_MAX_WAVEFRONTS)) {
+        grade_hint(slot, "%s", SPEED_HINT[4]);
+        ck_abort_msg("%.2f shared wavefronts per shared load request (at most %.1f; step 4's "
+                     "reference has 5.0)", r.shld_wpr, CONCEPT_MAX_WAVEFRONTS);
+    }
+    grade_note(slot, "%.2f shared wavefronts per shared load request (at most %.1f), %.0f-byte "
+               "shared loads", r.shld_wpr, CONCEPT_MAX_WAVEFRONTS, r.shld_width);
+    grade_summary("%.2f shared wavefronts per request (at most %.1f)", r.shld_wpr,
+                  CONCEPT_MAX_WAVEFRONTS);
 }
 END_TEST
 
@@ -171,43 +361,53 @@ END_TEST
 
 static void verdict(int slot, const void *shape, const struct flow_times *t)
 {
+    const struct step_speed *st = grade_ctx();
     struct gemm_shape s = *(const struct gemm_shape *)shape;
     double ratio = t->base.median_ms / t->yours.median_ms;
-    grade_note(slot, "naive %.0f GFLOP/s, yours %.0f (%.2fx, needs %.1fx), cuBLAS %.0f: yours "
-                     "is %.0f%% of cuBLAS",
+    grade_note(slot, "%s %.0f GFLOP/s, yours %.0f (%.2fx, needs %.2fx), cuBLAS %.0f: yours "
+                     "is %.0f%% of cuBLAS", st->base,
                gemm_rate(s, t->base.median_ms, 1e9), gemm_rate(s, t->yours.median_ms, 1e9),
-               ratio, NEEDS_SPEEDUP, gemm_rate(s, t->ceiling.median_ms, 1e9),
+               ratio, st->needs, gemm_rate(s, t->ceiling.median_ms, 1e9),
                100.0 * t->ceiling.median_ms / t->yours.median_ms);
-    grade_summary("%.2fx over naive (needs %.1fx)", ratio, NEEDS_SPEEDUP);
-    grade_hint(slot, "each element of a tile must come from global memory once per block and "
-                     "then be read TILE times from shared memory; check that s_a is read along "
-                     "a row (s_a[ty][i], a broadcast) and s_b down a column (s_b[i][tx], 32 "
-                     "banks), and that the block is 32x32 threads");
-    ck_assert_msg(ratio >= NEEDS_SPEEDUP,
-                  "%dx%dx%d: yours %.3f ms, naive %.3f ms: %.2fx, needs %.1fx", s.m, s.k, s.n,
-                  t->yours.median_ms, t->base.median_ms, ratio, NEEDS_SPEEDUP);
+    grade_summary("%.1f TFLOP/s = %.2fx %s at %dx%dx%d (needs %.2fx)",
+                  gemm_rate(s, t->yours.median_ms, 1e12), ratio, st->base, s.m, s.k, s.n,
+                  st->needs);
+    grade_hint(slot, "%s", st->hint);
+    ck_assert_msg(ratio >= st->needs, "%dx%dx%d: yours %.3f ms, %s %.3f ms: %.2fx, needs %.2fx",
+                  s.m, s.k, s.n, t->yours.median_ms, st->base, t->base.median_ms, ratio,
+                  st->needs);
 }
 
-static const struct gemm_shape SPEED_SHAPE = { 2048, 2048, 2048 };
-static const struct flow_speed SPEED = {
-    "speed", &TILED.kind, &SPEED_SHAPE, (flow_fn)matmul_tiled, (flow_fn)matmul_naive, NULL,
-    "matmul_tiled", 2, 10, 120, .verdict = verdict,
-};
+/* Step k's speed test at shape, against base (named base_name), needing `needs`. */
+static void add_speed(Suite *s, struct step_speed *st, int k, const struct gemm_shape *shape,
+                      flow_fn base, const char *base_name, double needs)
+{
+    *st = (struct step_speed){
+        .sp = { "speed", &KIND[k - 1].kind, shape, (flow_fn)TILED_STEPS[k - 1].fn, base, NULL,
+                NULL, 2, 10, 120, .verdict = verdict },
+        .step = k, .needs = needs, .base = base_name, .hint = SPEED_HINT[k - 1],
+    };
+    static char what[NSTEPS][48];
+    snprintf(what[k - 1], sizeof what[k - 1], "matmul_%s", TILED_STEPS[k - 1].name);
+    st->sp.what = what[k - 1];
+    flow_add_speed(s, &st->sp);
+}
 
 static int bench(const char *path)
 {
-    struct flow_rung rungs[GRADE_MAX_TESTS];
-    int n = TILED_NUM_RUNGS < GRADE_MAX_TESTS ? TILED_NUM_RUNGS : GRADE_MAX_TESTS;
-    for (int v = 0; v < n; v++)
-        rungs[v] = (struct flow_rung){ .name = TILED_RUNGS[v].name,
-                                       .fn = (flow_fn)TILED_RUNGS[v].fn };
-    return gemm_bench(CHAPTER, &TILED, BENCH_SHAPES, NBENCH, rungs, n, path);
+    struct flow_rung rungs[1 + NSTEPS];
+    int n = 0;
+    rungs[n++] = (struct flow_rung){ .name = "naive", .fn = (flow_fn)matmul_naive };
+    for (int v = 0; v < TILED_NUM_STEPS && n < 1 + NSTEPS; v++)
+        rungs[n++] = (struct flow_rung){ .name = TILED_STEPS[v].name,
+                                         .fn = (flow_fn)TILED_STEPS[v].fn };
+    return gemm_bench(CHAPTER, &KIND[0], BENCH_SHAPES, NBENCH, rungs, n, path);
 }
 
 static int tune(const char *path)
 {
     if (TILED_NUM_CONFIGS == 0) {
-        fprintf(stderr, "tune: this build's matmul_tiled.cu offers no tile configurations "
+        fprintf(stderr, "tune: this build's step6_tuned.cu offers no tile configurations "
                         "(TILED_CONFIGS); tune the solution (SOLUTIONS=1)\n");
         return EXIT_FAILURE;
     }
@@ -215,7 +415,7 @@ static int tune(const char *path)
     for (int i = 0; i < TILED_NUM_CONFIGS; i++)
         c[i] = (struct gemm_candidate){ TILED_CONFIGS[i].name, TILED_CONFIGS[i].fn,
                                         TILED_CONFIGS[i].smem_bytes };
-    int rc = gemm_tune(&TILED, BENCH_SHAPES, NBENCH, c, TILED_NUM_CONFIGS,
+    int rc = gemm_tune(&KIND[NSTEPS - 1], BENCH_SHAPES, NBENCH, c, TILED_NUM_CONFIGS,
                        "every tile configuration of matmul_tuned, checked against cuBLAS; best = "
                        "1 marks the fastest of each shape, the one matmul_tuned picks for this "
                        "device", path);
@@ -225,26 +425,28 @@ static int tune(const char *path)
 
 /* ---- registration ----------------------------------------------------------------------- */
 
-static void add_tests(Suite *s)
+static void add_concept(Suite *s, int k, const TTest *fn, const char *title, double min_fmas)
 {
-    flow_add_correct(s, &TILED.kind, &SHAPES, (flow_fn)matmul_tiled, "matmul_tiled");
+    if (!concept_here()) {
+        grader_skip(title, "counted on the CPU backend only (make grade BACKEND=emu); on a GPU "
+                           "this needs Nsight Compute, which is to come");
+        return;
+    }
+    GATE[k - 1] = (struct step_gate){ k, TILED_STEPS[k - 1].name, min_fmas };
+    static const char *titles[NSTEPS][1];
+    titles[k - 1][0] = title;
+    grader_add_ctx(s, "concept", fn, titles[k - 1], 1, 60, &GATE[k - 1]);
+}
 
-    /* every rung of the linked file, and every tile configuration that fits this device
-     * (more than GRADE_MAX_TESTS in all stops grader_add with a message, never silently) */
-    static char rung_titles[GRADE_MAX_TESTS][96];
-    const char *rt[GRADE_MAX_TESTS];
-    if (TILED_NUM_RUNGS > GRADE_MAX_TESTS || TILED_NUM_CONFIGS > GRADE_MAX_TESTS) {
-        fprintf(stderr, "grade: %d rungs and %d tile configurations: more than %d tests\n",
-                TILED_NUM_RUNGS, TILED_NUM_CONFIGS, GRADE_MAX_TESTS);
+static void add_configs(Suite *s)
+{
+    /* every tile configuration that fits this device (more than GRADE_MAX_TESTS in all stops
+     * grader_add with a message, never silently) */
+    if (TILED_NUM_CONFIGS > GRADE_MAX_TESTS) {
+        fprintf(stderr, "grade: %d tile configurations: more than %d tests\n",
+                TILED_NUM_CONFIGS, GRADE_MAX_TESTS);
         exit(EXIT_FAILURE);
     }
-    for (int i = 0; i < TILED_NUM_RUNGS; i++) {
-        snprintf(rung_titles[i], sizeof rung_titles[i], "rung %s on 67x45x131, 130x132x260, "
-                 "31x45x36", TILED_RUNGS[i].name);
-        rt[i] = rung_titles[i];
-    }
-    RUNGS = grader_add(s, "rungs", rungs, rt, TILED_NUM_RUNGS, 120);
-
     static char cfg_titles[GRADE_MAX_TESTS][96];
     const char *ct[GRADE_MAX_TESTS];
     int ncfg = 0;
@@ -260,24 +462,67 @@ static void add_tests(Suite *s)
             continue;
         }
         CONFIG_OF[ncfg] = i;
-        snprintf(cfg_titles[ncfg], sizeof cfg_titles[ncfg], "config %s on the same shapes",
-                 cfg->name);
+        snprintf(cfg_titles[ncfg], sizeof cfg_titles[ncfg], "config %s on 67x45x131, "
+                 "130x132x260, 31x45x36", cfg->name);
         ct[ncfg] = cfg_titles[ncfg];
         ncfg++;
     }
     if (ncfg)
-        CONFIGS = grader_add(s, "configs", configs, ct, ncfg, 120);
+        CONFIGS_SLOT = grader_add(s, "configs", configs, ct, ncfg, 120);
+    static const char *title[] = { "TILED_CONFIGS offers a split-K configuration" };
+    grader_add(s, "splitk", splitk_offered, title, 1, 10);
+}
 
-    /* concept tests: registered here (see "concept tests" above); CPU backend only: on a GPU
-     * the counters need Nsight Compute, which is to come */
-    if (concept_here()) {
-        static const char *title[] = { "coalesced tile loads, each reused across a tile" };
-        COALESCED = grader_add(s, "coalesced", coalesced, title, 1, 60);
-    } else {
-        grader_skip("coalesced", "counted on the CPU backend only (make grade BACKEND=emu); on "
-                                 "a GPU this needs Nsight Compute, which is to come");
+static void add_tests(Suite *s)
+{
+    if (TILED_NUM_STEPS != NSTEPS || ref_TILED_NUM_STEPS != NSTEPS) {
+        fprintf(stderr, "grade: steps.cu lists %d steps (the references %d); this grader "
+                        "grades %d\n", TILED_NUM_STEPS, ref_TILED_NUM_STEPS, NSTEPS);
+        exit(EXIT_FAILURE);
     }
-    flow_add_speed(s, &SPEED);
+    static char what[NSTEPS][48];
+    for (int k = 1; k <= NSTEPS; k++) {
+        const struct tiled_step *st = &TILED_STEPS[k - 1];
+        if (!grader_step(k, st->title))
+            continue;
+        snprintf(what[k - 1], sizeof what[k - 1], "matmul_%s", st->name);
+        flow_add_correct(s, &KIND[k - 1].kind, &SHAPES, (flow_fn)st->fn, what[k - 1]);
+        switch (k) {
+        case 1:
+            add_concept(s, 1, coalesced, "coalesced tile loads, each reused across a tile", 0);
+            break;
+        case 2:
+            add_concept(s, 2, register_reuse, "FMAs per shared load, B cached in a register",
+                        0.7);
+            break;
+        case 3:
+            add_concept(s, 3, register_reuse, "FMAs per shared load, A and B fragments in "
+                                              "registers", 2.0);
+            break;
+        case 4:
+            add_concept(s, 4, widths, "16-byte shared and global loads", 0);
+            break;
+        case 5:
+            add_concept(s, 5, wavefronts, "shared wavefronts per request, lanes over a warp "
+                                          "tile", 0);
+            break;
+        case 6:
+            add_configs(s);
+            break;
+        }
+        static char base_name[NSTEPS][32];
+        if (k == 1)
+            snprintf(base_name[0], sizeof base_name[0], "naive");
+        else
+            snprintf(base_name[k - 1], sizeof base_name[k - 1], "step %d", k - 1);
+        flow_fn base = k == 1 ? (flow_fn)matmul_naive : (flow_fn)ref_TILED_STEPS[k - 2].fn;
+        if (k < NSTEPS) {
+            add_speed(s, &SPEED[k - 1], k, &SHAPE_2048, base, base_name[k - 1], NEEDS[k - 1]);
+        } else {
+            add_speed(s, &SPEED[k - 1], k, &SHAPE_THIN, base, base_name[k - 1], NEEDS[k - 1]);
+            add_speed(s, &SPEED[k], k, &SHAPE_4096, base, base_name[k - 1], NEEDS_TUNED_SQUARE);
+        }
+    }
 }
 
 int main(int argc, char **argv)

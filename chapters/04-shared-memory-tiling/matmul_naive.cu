@@ -10,8 +10,8 @@
 
 #define BLOCK 32
 
-__global__ void matmul_naive_kernel(const float *__restrict__ a, const float *__restrict__ b,
-                                    float *__restrict__ c, int m, int k, int n)
+static __global__ void matmul_naive_kernel(const float *__restrict__ a, const float *__restrict__ b,
+                                           float *__restrict__ c, int m, int k, int n)
 {
     int col = blockIdx.x * blockDim.x + threadIdx.x; /* lanes walk along a row of C */
     int row = blockIdx.y * blockDim.y + threadIdx.y;

@@ -17,28 +17,49 @@
 extern "C" {
 #endif
 
-/* Yours: 32x32 tiles of A and B staged in shared memory, any shape, tails handled. */
-void matmul_tiled(const float *d_a, const float *d_b, float *d_c, int m, int k, int n);
-
 /* The baseline, given: chapter 01's coalesced kernel, one thread per element of C with
- * consecutive threadIdx.x on consecutive columns. */
+ * consecutive threadIdx.x on consecutive columns (matmul_naive.cu). */
 void matmul_naive(const float *d_a, const float *d_b, float *d_c, int m, int k, int n);
 
-/* The rungs a file offers, in order, for the grader, the bench and the plot. */
+/* Yours, one file a step (stepK_NAME.cu), each launcher for any shape, tails handled; the
+ * grader's gates are in each file's TODO and in README.md.
+ *   step 1  32x32 shared tile            */
+void matmul_tiled(const float *d_a, const float *d_b, float *d_c, int m, int k, int n);
+/*   step 2  1D register blocking         */
+void matmul_blocked_1d(const float *d_a, const float *d_b, float *d_c, int m, int k, int n);
+/*   step 3  2D register blocking         */
+void matmul_blocked_2d(const float *d_a, const float *d_b, float *d_c, int m, int k, int n);
+/*   step 4  float4 loads, transposed A   */
+void matmul_vectorized(const float *d_a, const float *d_b, float *d_c, int m, int k, int n);
+/*   step 5  warp tiling                  */
+void matmul_warptiled(const float *d_a, const float *d_b, float *d_c, int m, int k, int n);
+/*   step 6  split-K and the configuration table: a configuration of TILED_CONFIGS per shape */
+void matmul_tuned(const float *d_a, const float *d_b, float *d_c, int m, int k, int n);
+
+/* The steps in order (steps.cu), for the grader, the bench and the plot: name is the rung's
+ * name in the bench's rows and the plots (the given baseline's is "naive"). */
 typedef void (*tiled_fn)(const float *d_a, const float *d_b, float *d_c, int m, int k, int n);
-struct tiled_rung {
-    const char *name;
+struct tiled_step {
+    const char *name;     /* "blocked_1d" */
+    const char *title;    /* "1D register blocking" */
     tiled_fn fn;
 };
-extern const struct tiled_rung TILED_RUNGS[];
-extern const int TILED_NUM_RUNGS;
+extern const struct tiled_step TILED_STEPS[];
+extern const int TILED_NUM_STEPS;
+/* The same table over the references (solutions/04-shared-memory-tiling/), which the build
+ * links into every grader of this chapter under the prefix ref_: step k's speed is measured
+ * against ref_TILED_STEPS[k - 2].fn, the reference of the step before it. */
+extern const struct tiled_step ref_TILED_STEPS[];
+extern const int ref_TILED_NUM_STEPS;
 
-/* The candidate tile configurations of the last rung, for `grade --tune` (the solution has
- * several; the starter none). Each one's fn launches that configuration on any shape; it may
+/* Step 6's candidate tile configurations (step6_tuned.cu), for its grader and `grade --tune`
+ * (the starter has none). Each one's fn launches that configuration on any shape; it may
  * only be called where it fits: smem_bytes <= the device's sharedMemPerBlockOptin and
  * threads <= its maxThreadsPerBlock. */
 struct tiled_config {
-    const char *name;     /* "128x128x8 w64x32 db": block tile m x n x k, warp tile, buffering */
+    /* "128x128x8_w64x32_db_k4": block tile m x n x k, warp tile m x n, sb or db (one shared
+     * stage or two), then _kS where k is split S ways (split-K; the grader reads S there) */
+    const char *name;
     int bm, bn, bk;       /* block tile: rows of C, columns of C, depth of one k step */
     int wm, wn;           /* warp tile: rows and columns of C one warp owns */
     int threads;          /* threads a block */

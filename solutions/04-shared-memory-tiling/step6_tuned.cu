@@ -1,26 +1,16 @@
-/* warptiled.cu: chapter 04, reference solution, rungs 5 and 6.
+/* step6_tuned.cu: chapter 04, step 6 of 6, reference solution: split-K and the
+ * configuration table.
  *
- * Rung 5, warptiled: a 128x128 block tile, BK = 8, 8 warps; each warp owns a 64x32 sub-tile
- * of C and each lane a 4x4 fragment of each of its 2x2 warp sub-tiles (8x8 results, as in
- * rung 4). What changes is which threads read shared memory together: the 32 lanes of a warp
- * read 8 float4s of A (128 contiguous bytes) and 4 of B (64 bytes) per step of k, one
- * wavefront each, where rung 4's warp read 16 float4s of B spread over 512 bytes (4
- * wavefronts). Shared-memory bandwidth per FMA drops 2.5x. A's tile is padded by 4 floats a
- * row, so the transposed stores of two k-columns land in different banks.
- * Expect: faster than rung 4 at 4096^3, but by far less than the drop in shared bandwidth:
- * most of what remains is latency between the global load of a tile and its use (rung 6).
- *
- * Rung 6, tuned: the same kernel as a template over its tile parameters, with double
+ * Change from step 5: step 5's kernel as a template over its tile parameters, with double
  * buffering as an option (DB: the next tile's global loads are issued into registers before
  * the current tile is computed, and stored into the other half of shared memory after, so
- * global latency hides behind 8 x 64 FMAs and one barrier a step suffices). A configuration
- * table (TILED_CONFIGS) instantiates a handful; matmul_tuned picks one per device and shape
- * from the table `grade --tune` writes (tune.tsv beside this file), and falls back to the
- * documented choice below (FALLBACK_NAME: by the shape and the SM count) when the table has
+ * global latency hides behind 8 x 64 FMAs and one barrier a step suffices), and split-K. A
+ * configuration table (TILED_CONFIGS) instantiates a handful; matmul_tuned picks one per device
+ * and shape from the table `grade --tune` writes (tune.tsv beside this file), and falls back to
+ * the documented choice below (FALLBACK_NAME: by the shape and the SM count) when the table has
  * nothing for this device.
- * Expect: close to cuBLAS at 4096^3 (the goal is 90% of it); further from it at 1024^3 (the
- * goal there is 70%), where a 128x128 tile makes 64 blocks for 132 SMs, and the smaller
- * tiles that fill the GPU lose as much in reuse.
+ * Expect: close to cuBLAS at 4096^3; further from it at 1024^3, where a 128x128 tile makes 64
+ * blocks for 132 SMs, and the smaller tiles that fill the GPU lose as much in reuse.
  *
  * Split-K, for that: a configuration named ..._kS launches S blocks for every tile of C
  * (blockIdx.z = 0..S-1), block z walking only its share of the cdiv(k, BK) steps of k (an even
@@ -74,7 +64,7 @@ struct wt {
 /* Elements (r, c..c+3) of a rows x cols row-major matrix, 0 outside it. VEC: cols % 4 == 0
  * and c % 4 == 0, so the four are one aligned float4 and lie all inside or all outside. */
 template <bool VEC>
-__device__ __forceinline__ float4 wt_load4(const float *__restrict__ p, int r, int c, int rows,
+static __device__ __forceinline__ float4 wt_load4(const float *__restrict__ p, int r, int c, int rows,
                                            int cols)
 {
     float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -93,7 +83,7 @@ __device__ __forceinline__ float4 wt_load4(const float *__restrict__ p, int r, i
 
 /* The tiles of A and B at k0, from global memory into registers. */
 template <class P, int BM, int BN, int BK, bool VEC>
-__device__ __forceinline__ void wt_fetch(const float *__restrict__ a, const float *__restrict__ b,
+static __device__ __forceinline__ void wt_fetch(const float *__restrict__ a, const float *__restrict__ b,
                                          int m, int k, int n, int row0, int col0, int k0,
                                          float4 (&ra)[P::A_LOADS], float4 (&rb)[P::B_LOADS])
 {
@@ -111,7 +101,7 @@ __device__ __forceinline__ void wt_fetch(const float *__restrict__ a, const floa
 
 /* Registers into one stage of shared memory: A transposed, B as it is. */
 template <class P, int BM, int BN, int BK>
-__device__ __forceinline__ void wt_stash(float *s_a, float *s_b, const float4 (&ra)[P::A_LOADS],
+static __device__ __forceinline__ void wt_stash(float *s_a, float *s_b, const float4 (&ra)[P::A_LOADS],
                                          const float4 (&rb)[P::B_LOADS])
 {
 #pragma unroll
@@ -134,7 +124,7 @@ __device__ __forceinline__ void wt_stash(float *s_a, float *s_b, const float4 (&
  * atomicAdd with its result unused is a reduction done in L2 (REDG.E.ADD.F32), no round trip
  * to the SM; sm_90 adds a float4 in one (REDG.E.ADD.F32x4), a quarter of the requests; older
  * GPUs, and the CPU backend, take four scalar ones. */
-__device__ __forceinline__ void wt_red4(float *p, float4 v)
+static __device__ __forceinline__ void wt_red4(float *p, float4 v)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     atomicAdd(reinterpret_cast<float4 *>(p), v);
@@ -152,7 +142,7 @@ extern __shared__ __align__(16) float s_mem[];
 /* SPLITK: gridDim.z blocks share each tile of C, block z taking an even share of the
  * cdiv(k, BK) steps of k, and each adds its partial sums into C, which the launcher zeroed. */
 template <int BM, int BN, int BK, int WM, int WN, int LN, bool DB, bool VEC, bool SPLITK>
-__global__ void __launch_bounds__(wt<BM, BN, BK, WM, WN, LN, DB>::THREADS)
+static __global__ void __launch_bounds__(wt<BM, BN, BK, WM, WN, LN, DB>::THREADS)
 matmul_warptiled_kernel(const float *__restrict__ a, const float *__restrict__ b,
                         float *__restrict__ c, int m, int k, int n)
 {
@@ -296,7 +286,7 @@ static void wt_launch(dim3 grid, bool vec, const float *d_a, const float *d_b, f
  * of BK, and a split of one way is the plain kernel); C is zeroed first, on the same stream,
  * then the slices add into it. */
 template <int BM, int BN, int BK, int WM, int WN, int LN, bool DB, int S>
-void matmul_warptiled_cfg(const float *d_a, const float *d_b, float *d_c, int m, int k, int n)
+static void matmul_warptiled_cfg(const float *d_a, const float *d_b, float *d_c, int m, int k, int n)
 {
     static_assert(S >= 1 && S <= 65535, "S slices of k are gridDim.z: 1 to 65535");
     const bool vec = k % 4 == 0 && n % 4 == 0 && ((uintptr_t)d_a & 15) == 0 &&
@@ -327,7 +317,7 @@ void matmul_warptiled_cfg(const float *d_a, const float *d_b, float *d_c, int m,
  * split 2 ways (128 and 256 blocks become 256 and 512); the default's k2 and k4, which the
  * fallback below picks from. */
 static const struct tiled_config CONFIGS[] = {
-    CONFIG("128x128x8_w64x32_sb",     128, 128,  8, 64, 32, 4, false, 1), /* rung 5 as it is */
+    CONFIG("128x128x8_w64x32_sb",     128, 128,  8, 64, 32, 4, false, 1), /* step 5's tile */
     CONFIG("128x128x8_w64x32_db",     128, 128,  8, 64, 32, 4, true,  1), /* the default */
     CONFIG("128x128x16_w64x32_db",    128, 128, 16, 64, 32, 4, true,  1),
     CONFIG("128x64x8_w64x32_db",      128,  64,  8, 64, 32, 4, true,  1),
@@ -348,12 +338,7 @@ static const struct tiled_config CONFIGS[] = {
 const struct tiled_config *const TILED_CONFIGS = CONFIGS;
 const int TILED_NUM_CONFIGS = NUM_CONFIGS;
 
-extern "C" void matmul_warptiled(const float *d_a, const float *d_b, float *d_c, int m, int k, int n)
-{
-    matmul_warptiled_cfg<128, 128, 8, 64, 32, 4, false, 1>(d_a, d_b, d_c, m, k, n);
-}
-
-/* ---- rung 6: the configuration table --------------------------------------------------------
+/* ---- the configuration table --------------------------------------------------------
  * tune.tsv (written by `grade --tune`, committed per device): comment lines starting with #,
  * a header line, then rows  device  m  n  k  config  ms  gflops  best  ; the rows with
  * best = 1 are the fastest candidate of their shape on that device. Read once, from
@@ -486,7 +471,7 @@ static int tune_pick(int m, int k, int n)
     return tune.fallback[FALLBACK_S1];
 }
 
-extern "C" void matmul_tuned(const float *d_a, const float *d_b, float *d_c, int m, int k, int n)
+void matmul_tuned(const float *d_a, const float *d_b, float *d_c, int m, int k, int n)
 {
     tune_init();
     CONFIGS[tune_pick(m, k, n)].fn(d_a, d_b, d_c, m, k, n);
