@@ -608,7 +608,7 @@ static int print_ladder(int *graded)
         memcpy(shown, text, tl < sizeof shown ? tl + 1 : sizeof shown);
         if (tl >= sizeof shown)
             memcpy(shown + sizeof shown - 4, "...", 4);
-        printf("  %s step %d of %d  %-30s %s  %s\n", num, p->k, nsteps, p->name, verdict, shown);
+        printf("  %s step %d of %d  %-36s %s  %s\n", num, p->k, nsteps, p->name, verdict, shown);
         if (p->failed && p->hint[0]) {
             char h[112];
             size_t hl = strlen(p->hint);
