@@ -1,19 +1,28 @@
 /* 05-async-pipelining.c: the grader of chapter 05, and its bench.
  *
- *   grade            gemm_pipelined on edge shapes (k and n odd or not multiples of 8 included)
- *                    against a double-precision reference computed from the same bf16 inputs,
- *                    twice each on fresh inputs; every other rung of the linked files on small
- *                    odd shapes; on a GPU, gemm_pipelined at least 1.2x gemm_sync at 4096^3,
- *                    with cuBLAS BF16 measured in the same run as the ceiling, and the machine
- *                    code checked for LDGSTS (cp.async) in your kernel, UTMALDG (TMA) in
- *                    step 4's, and HGMMA (wgmma) and UTMALDG in step 5's
+ *   grade            the ladder, a step at a time (GRADE_STEP=k grades step k alone):
+ *                      step 1  gemm_pipelined   two-stage cp.async pipeline
+ *                      step 2  gemm_ring        N-stage ring, ldmatrix into mma.sync (and the
+ *                                               sweep's gemm_ring_2, gemm_ring_4)
+ *                      step 3  gemm_tma         TMA, mbarriers and a producer warp (sm_90)
+ *                      step 4  gemm_wgmma       wgmma with setmaxnreg (sm_90a)
+ *                    each on edge shapes (k and n odd or not multiples of 8 included) against a
+ *                    double-precision reference from the same bf16 inputs, twice on fresh
+ *                    inputs; on a GPU, its speed at 4096^3 as a ratio over the reference of the
+ *                    step before (step 1: over the given gemm_sync) measured in the same run,
+ *                    cuBLAS BF16 beside them, and the instruction its idea compiles to in its
+ *                    kernel's machine code (LDGSTS, UTMALDG, HGMMA and USETMAXREG). On the CPU
+ *                    backend steps 1 and 2 are graded on correctness, with cp.async's copies
+ *                    landing only when they are waited for and ldmatrix and mma.sync emulated;
+ *                    steps 3 and 4 are PTX it cannot run, and say SKIP
  *   grade --bench F  every rung and cuBLAS BF16 at 1024^3, 2048^3, 4096^3 and two odd shapes,
  *                    plus the stage-count sweep at 4096^3, as tab-separated rows in F (GPU only);
  *                    on stdout, each rung's share of cuBLAS BF16 at the same shape
  *
  * The choreography is harness/flow.c's, the problem graders/gemm_family.c's (bf16 inputs);
- * here, the facts, the ladder, and the machine-code checks (harness/sass.c).
- */
+ * here, the facts, the ladder, the thresholds and the machine-code checks. */
+#define _POSIX_C_SOURCE 200809L /* popen */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,7 +31,29 @@
 #include "sass.h"
 
 #define CHAPTER "05-async-pipelining"
-#define NEEDS_SPEEDUP 1.2
+#define NSTEPS 4
+
+/* ---- the thresholds ------------------------------------------------------------------------
+ *
+ * Each is the reference's measured ratio over the reference of the step before at 4096^3, from
+ * plots/data/h200/05-async-pipelining.tsv (NVIDIA H200, driver 580.159.04, 2026-11-30; the
+ * clocks are power-capped under BF16 tensor-core load, so the ratios, not the rates, carry
+ * over), times a margin of about 0.78. */
+
+/* step 1 over gemm_sync: 1.46122 ms / 0.834704 ms = 1.75x measured; 0.77 of it */
+#define STEP1_NEEDS 1.35
+/* step 2 over step 1: 0.834704 ms / 0.326688 ms = 2.56x measured; 0.78 of it */
+#define STEP2_NEEDS 2.0
+/* step 3 over step 2: 0.326688 ms / 0.7084 ms = 0.46x measured; 0.78 of it. Below 1: the TMA
+ * step keeps step 1's 128 x 128 tile and WMMA math, and step 2's ldmatrix feed and larger tile
+ * outrun it (README.md, "What the measurements show"). So this is a floor, which a TMA kernel
+ * that serialises its producer and consumers (about the baseline's 0.29x of step 2) fails,
+ * and the step's idea is graded by UTMALDG in its machine code, which step 2's kernel lacks. */
+#define STEP3_NEEDS 0.36
+/* step 4 over step 3: 0.7084 ms / 0.189536 ms = 3.74x measured; 0.78 of it */
+#define STEP4_NEEDS 2.9
+
+/* ---- the shapes ----------------------------------------------------------------------------- */
 
 /* Edge shapes: one element; primes under the tile with k odd (no 16-byte row starts: the
  * narrow path); a k that ends mid-tile with k % 8 == 0 (the zero-filled k tail); odd k with
@@ -40,44 +71,71 @@ static const struct gemm_shape CPU_SHAPES[] = {
 };
 static const struct flow_shapes SHAPES = { GPU_SHAPES, CPU_SHAPES, .n = 6 };
 
-/* Every other rung on these. The first three have k or n odd, which the TMA rungs (steps 4
- * and 5) hand to step 3; the last two have k and n multiples of 8, so the TMA rungs run their
- * own kernels on them: one element of C in a box far larger than the matrix, and tails in m,
- * k and n with enough tiles of k (9 of step 5's 64) to go round its 4-stage ring twice. */
-static const struct gemm_shape RUNG_SHAPES[] = {
+/* Steps 3 and 4 (GPU only): shapes their own TMA kernels take (k and n multiples of 8: one
+ * element of C in a box far larger than the matrix; tails in m, k and n with 9 tiles of step
+ * 4's 64 of k, round its 4-stage ring twice; the square; a tall thin C whose n is one box of
+ * B), between shapes they hand to step 2 (k or n odd). */
+static const struct gemm_shape TMA_GPU_SHAPES[] = {
+    { 1, 1, 1 }, { 17, 33, 9 }, { 1, 8, 8 }, { 130, 520, 264 }, { 200, 123, 150 },
+    { 1000, 1000, 1000 }, { 3001, 520, 40 },
+};
+static const struct flow_shapes TMA_SHAPES = { TMA_GPU_SHAPES, TMA_GPU_SHAPES, .n = 7 };
+
+/* the sweep's other two rings (step 2): small odd shapes, and two that take the 16-byte path */
+static const struct gemm_shape SWEEP_SHAPES[] = {
     { 17, 33, 9 }, { 100, 72, 130 }, { 200, 123, 150 }, { 1, 8, 8 }, { 130, 520, 264 },
 };
-#define NRUNG_SHAPES ((int)(sizeof RUNG_SHAPES / sizeof RUNG_SHAPES[0]))
+#define NSWEEP_SHAPES ((int)(sizeof SWEEP_SHAPES / sizeof SWEEP_SHAPES[0]))
 
 static const struct gemm_shape BENCH_SHAPES[] = {
     { 1024, 1024, 1024 }, { 2048, 2048, 2048 }, { 4096, 4096, 4096 },
     { 3999, 4000, 4008 },  /* odd m, k and n multiples of 8 but not of the tile: TMA runs */
     { 1000, 999, 1001 },   /* odd k and n: no 16-byte row starts, the narrow path; the TMA
-                            * rungs (steps 4 and 5) hand it to step 3 */
+                            * steps hand it to step 2 */
 };
-#define SPEED_SIZE 4096 /* the speed test's, and the stage-count sweep's only bench shape */
+#define SPEED_SIZE 4096 /* the speed tests', and the stage-count sweep's only bench shape */
 
-static int RUNGS, SASS;
-static int RUNG_INDEX[GRADE_MAX_TESTS]; /* test iteration -> ladder index */
-static int SASS_CHECK[GRADE_MAX_TESTS]; /* test iteration -> SASS_CHECKS index */
+/* ---- the ladder ------------------------------------------------------------------------------ */
 
-/* ---- the ladder ---------------------------------------------------------------------------
- *
- * GEMM_RUNGS as rungs.cu gives it: every step, NULL where this build does not link its file. */
+/* What each step is, for its tests. */
+static const struct step_facts {
+    const char *title;     /* its ladder line */
+    const char *file;      /* the learner's file */
+    const char *launcher;
+    const char *idea;      /* the hint when it is correct and too slow */
+    double needs;          /* its speed over the step before */
+} STEP[NSTEPS + 1] = {
+    [1] = { "two-stage cp.async pipeline", "step1_pipelined.cu", "gemm_pipelined",
+            "issue the copy of tile t + 1 BEFORE multiplying tile t, and wait for a tile only "
+            "right before its math: __pipeline_wait_prior(0) then __syncthreads() at the top of "
+            "the loop, the next copies and their __pipeline_commit() after it, the mma last",
+            STEP1_NEEDS },
+    [2] = { "N-stage ring, ldmatrix into mma.sync", "step2_ring.cu", "gemm_ring",
+            "more stages alone do not pay while the math is fed badly: a 128 x 256 tile with "
+            "64 x 64 a warp, ldmatrix and mma.sync in place of WMMA, the next step's fragments "
+            "loaded before this step's products (README.md, hints for step 2)",
+            STEP2_NEEDS },
+    [3] = { "TMA, mbarriers and a producer warp", "step3_tma_sm90.cu", "gemm_tma",
+            "the producer must run ahead: it waits on a stage's empty barrier only before "
+            "refilling it, and the consumers release each stage as soon as they have read it",
+            STEP3_NEEDS },
+    [4] = { "wgmma with setmaxnreg", "step4_wgmma_sm90a.cu", "gemm_wgmma",
+            "queue a stage's wgmma products, commit them, and wait with wgmma.wait_group 1 "
+            "before releasing the stage before it, so the tensor cores never wait for the warps",
+            STEP4_NEEDS },
+};
 
-#define MAX_RUNGS 32
-static struct gemm_rung LADDER[MAX_RUNGS];
-static int NUM_LADDER;
-
-static void ladder_init(void)
+/* The entry of step k in a table (GEMM_STEPS or ref_GEMM_STEPS), or NULL. */
+static const struct gemm_step *step_in(const struct gemm_step *table, int n, int k)
 {
-    NUM_LADDER = 0;
-    for (int v = 0; v < GEMM_NUM_RUNGS && NUM_LADDER < MAX_RUNGS; v++)
-        LADDER[NUM_LADDER++] = GEMM_RUNGS[v];
+    for (int i = 0; i < n; i++)
+        if (table[i].step == k && !table[i].sweep && (k > 0 || strcmp(table[i].name, "sync") == 0))
+            return &table[i];
+    return NULL;
 }
 
-/* NULL when a rung this build has can run on a device of compute capability cc; else why not */
-static const char *rung_cannot_run(const struct gemm_rung *g, int cc, char *why, size_t len)
+/* NULL when a step this build has can run on a device of compute capability cc; else why not */
+static const char *step_cannot_run(const struct gemm_step *g, int cc, char *why, size_t len)
 {
     if (g->min_cc > cc)
         snprintf(why, len, "needs sm_%d; this device is sm_%d", g->min_cc, cc);
@@ -95,148 +153,314 @@ static int device_cc(void)
     return 10 * d->cc_major + d->cc_minor;
 }
 
-/* ---- the problem -------------------------------------------------------------------------- */
+/* ---- the problem ---------------------------------------------------------------------------- */
 
-/* What the bad elements of C suggest, for this chapter's bugs. */
-static void pipeline_hint(const struct cmp_result *c, const float *got, struct gemm_shape s,
-                          char *hint, size_t len)
+/* What the bad elements of C suggest, for this chapter's bugs, in step k's file. */
+static void step_hint(int k, const struct cmp_result *c, const float *got, struct gemm_shape s,
+                      char *hint, size_t len)
 {
     size_t zeros = 0, nc = (size_t)s.m * s.n;
     for (size_t i = 0; i < nc; i++)
         zeros += got[i] == 0.0f;
     if (zeros == nc) {
         snprintf(hint, len, "C is all zeros: the accumulators were stored, but nothing was "
-                            "multiplied into them: is the loop over the tiles of k there (the "
-                            "TODO in gemm_pipelined_kernel), and does it reach mma_tile?");
+                            "multiplied into them: does the loop over the tiles of k in %s reach "
+                            "the math?", STEP[k].file);
+        return;
+    }
+    if (c->unwritten == c->checked) {
+        snprintf(hint, len, "every element is still NaN, the poison written before the launch: "
+                            "the kernel of %s wrote nothing. Is its TODO done?", STEP[k].file);
         return;
     }
     cmp_hint(c, (size_t)s.m, (size_t)s.n, hint, len);
-    if (hint[0])
+    if (hint[0] && c->unwritten < c->bad)
         return;
-    if (c->nonfinite && c->unwritten < c->nonfinite)
-        snprintf(hint, len, "NaN or Inf in C that the poison did not put there: a tile read "
-                            "before its copy landed, or shared memory past the k tail that was "
-                            "never zero-filled (the 4th argument of __pipeline_memcpy_async is "
-                            "how many bytes to zero)");
+    if (c->nonfinite)
+        snprintf(hint, len, "NaN in C: a stage read before its copy landed (on the CPU backend "
+                            "a copy lands only when __pipeline_wait_prior completes its group, "
+                            "and the stage holds NaN until then; on a GPU it holds stale data), "
+                            "or shared memory past the k tail that was never zero-filled (the "
+                            "4th argument of __pipeline_memcpy_async is how many bytes to zero)");
     else if (c->bad == c->checked && s.k > GEMM_BK)
-        snprintf(hint, len, "every element is wrong: does the loop multiply the stage that "
-                            "holds tile t (t %% 2), after __pipeline_wait_prior and "
-                            "__syncthreads, and is every accumulator filled with 0 first?");
+        snprintf(hint, len, "every element is wrong: does the math read the stage that holds "
+                            "tile t, after the wait for it, and is every accumulator zeroed "
+                            "first?");
     else
         snprintf(hint, len, "the wrong elements do not sit at an edge: check which stage each "
                             "copy fills and which one the math reads, and that the tile past "
                             "k is zero-filled (17x33x9 and 100x72x130 end k mid-tile)");
 }
 
+#define STEP_HINT(k)                                                                           \
+    static void step##k##_hint(const struct cmp_result *c, const float *got,                   \
+                               struct gemm_shape s, char *hint, size_t len)                    \
+    {                                                                                          \
+        step_hint(k, c, got, s, hint, len);                                                    \
+    }
+STEP_HINT(1)
+STEP_HINT(2)
+STEP_HINT(3)
+STEP_HINT(4)
 
 #define GUARD_HINT                                                                             \
     "a thread stored outside C: the store of a tile that hangs over the edge needs row < m && " \
     "col < n"
 
-static const struct gemm_kind PIPELINED = {
-    GEMM_FLOW, .input = GEMM_BF16, .guard_hint = GUARD_HINT, .hint_fn = pipeline_hint,
+/* each step's kind (its own hint), and the same checked against cuBLAS at the speed test's
+ * size, where the host's reference would take too long (twice the tolerance: two roundings) */
+#define KINDS(k)                                                                               \
+    { GEMM_FLOW, .input = GEMM_BF16, .guard_hint = GUARD_HINT, .hint_fn = step##k##_hint }
+#define BLAS_KINDS(k)                                                                          \
+    { GEMM_FLOW, .input = GEMM_BF16, .ref = GEMM_REF_LIBRARY, .guard_hint = GUARD_HINT,       \
+      .hint_fn = step##k##_hint }
+static const struct gemm_kind KIND[NSTEPS + 1] = {
+    [1] = KINDS(1), [2] = KINDS(2), [3] = KINDS(3), [4] = KINDS(4),
 };
-/* at the speed test's size the reference is cuBLAS's own fp32 sum, checked at twice the
- * tolerance (two roundings) */
-static const struct gemm_kind PIPELINED_BLAS = {
-    GEMM_FLOW, .input = GEMM_BF16, .ref = GEMM_REF_LIBRARY, .guard_hint = GUARD_HINT,
-    .hint_fn = pipeline_hint,
+static const struct gemm_kind BLAS_KIND[NSTEPS + 1] = {
+    [1] = BLAS_KINDS(1), [2] = BLAS_KINDS(2), [3] = BLAS_KINDS(3), [4] = BLAS_KINDS(4),
 };
 
-/* ---- correctness and speed ---------------------------------------------------------------- */
+/* ---- step 2's sweep: the 2- and 4-stage rings on small shapes ------------------------------ */
 
-START_TEST(rung_correct)
+static const char *const SWEEP_NAMES[2] = { "gemm_ring_2", "gemm_ring_4" };
+
+START_TEST(sweep_correct)
 {
-    int slot = RUNGS + _i;
-    const struct gemm_rung *g = &LADDER[RUNG_INDEX[_i]];
-    /* the TMA rungs hand a shape whose k or n is not a multiple of 8 to step 3 */
-    int tma_rung = strcmp(g->name, "tma") == 0 || strcmp(g->name, "wgmma") == 0;
-    struct rng r = grade_rng(slot);
-    for (int i = 0; i < NRUNG_SHAPES; i++) {
-        struct gemm_shape s = RUNG_SHAPES[i];
-        char what[96];
-        snprintf(what, sizeof what, "%s%s", g->name, tma_rung && (s.k % 8 || s.n % 8)
-                 ? " (k or n not a multiple of 8: step 3's kernel ran)" : "");
-        void *p = gemm_init(&PIPELINED.kind, &s);
-        flow_twice(&PIPELINED.kind, p, &r, (flow_fn)g->fn, what, slot, FLOW_SAME_LABEL);
-        gemm_free(p);
-    }
-    if (tma_rung)
-        grade_note(slot, "its own kernel where k and n are multiples of 8, step 3's elsewhere "
-                         "(TMA needs 16-byte row strides)");
+    int slot = grade_slot();
+    flow_fn fn = _i == 0 ? (flow_fn)gemm_ring_2 : (flow_fn)gemm_ring_4;
+    flow_correct_each(&KIND[2].kind, slot, SWEEP_SHAPES, NSWEEP_SHAPES, fn, SWEEP_NAMES[_i],
+                      FLOW_SAME_LABEL);
 }
 END_TEST
 
+/* ---- speed ---------------------------------------------------------------------------------- */
+
+/* A step's speed test: flow.h's, with the step it grades (grade_ctx gives it back). */
+struct step_speed {
+    struct flow_speed sp;  /* first: grade_ctx() is &sp */
+    int step;
+    const char *base_name;
+};
+
 static void verdict(int slot, const void *shape, const struct flow_times *t)
 {
+    const struct step_speed *ss = grade_ctx();
+    const struct step_facts *f = &STEP[ss->step];
     struct gemm_shape s = *(const struct gemm_shape *)shape;
     double ratio = t->base.median_ms / t->yours.median_ms;
-    grade_note(slot, "yours %.0f TFLOP/s = %.2fx gemm_sync's %.0f (needs %.1fx); cuBLAS BF16 "
-                     "%.0f TFLOP/s, so yours is %.0f%% of it",
-               gemm_rate(s, t->yours.median_ms, 1e12), ratio, gemm_rate(s, t->base.median_ms, 1e12),
-               NEEDS_SPEEDUP, gemm_rate(s, t->ceiling.median_ms, 1e12),
+    grade_note(slot, "%s %.0f TFLOP/s = %.2fx %s's %.0f (needs %.2fx); cuBLAS BF16 %.0f TFLOP/s, "
+                     "so yours is %.0f%% of it",
+               f->launcher, gemm_rate(s, t->yours.median_ms, 1e12), ratio, ss->base_name,
+               gemm_rate(s, t->base.median_ms, 1e12), f->needs,
+               gemm_rate(s, t->ceiling.median_ms, 1e12),
                100.0 * t->ceiling.median_ms / t->yours.median_ms);
-    grade_summary("%.2fx over gemm_sync (needs %.1fx)", ratio, NEEDS_SPEEDUP);
-    grade_hint(slot, "issue the copy of tile t + 1 BEFORE multiplying tile t, and wait for a "
-                     "tile only right before its math: __pipeline_wait_prior(0) then "
-                     "__syncthreads() at the top of the loop, the next copies and their "
-                     "__pipeline_commit() after it, the mma last");
-    ck_assert_msg(ratio >= NEEDS_SPEEDUP,
-                  "%dx%dx%d: yours %.3f ms, gemm_sync %.3f ms: %.2fx, needs %.1fx", s.m, s.k,
-                  s.n, t->yours.median_ms, t->base.median_ms, ratio, NEEDS_SPEEDUP);
+    grade_summary("%.0f TFLOP/s = %.2fx %s (needs %.2fx)", gemm_rate(s, t->yours.median_ms, 1e12),
+                  ratio, ss->base_name, f->needs);
+    grade_hint(slot, "%s", f->idea);
+    ck_assert_msg(ratio >= f->needs, "%dx%dx%d: %s %.3f ms, %s %.3f ms: %.2fx, needs %.2fx", s.m,
+                  s.k, s.n, f->launcher, t->yours.median_ms, ss->base_name, t->base.median_ms,
+                  ratio, f->needs);
 }
 
 static const struct gemm_shape SPEED_SHAPE = { SPEED_SIZE, SPEED_SIZE, SPEED_SIZE };
-static const struct flow_speed SPEED = {
-    "speed", &PIPELINED_BLAS.kind, &SPEED_SHAPE, (flow_fn)gemm_pipelined, (flow_fn)gemm_sync,
-    NULL, "gemm_pipelined", 2, 10, 300, .verdict = verdict,
-};
+static struct step_speed SPEED[NSTEPS + 1];
 
-/* ---- the instructions are really there (GPU only, needs cuobjdump) ---------------------- */
+/* step k's speed test over `base` (step 1: gemm_sync; else the reference of step k - 1) */
+static void add_speed(Suite *s, int k, gemm_fn yours, gemm_fn base, const char *base_name)
+{
+    struct step_speed *ss = &SPEED[k];
+    ss->sp = (struct flow_speed){
+        "speed", &BLAS_KIND[k].kind, &SPEED_SHAPE, (flow_fn)yours, (flow_fn)base, NULL,
+        STEP[k].launcher, 2, 10, 300, .verdict = verdict,
+    };
+    ss->step = k;
+    ss->base_name = base_name;
+    flow_add_speed(s, &ss->sp);
+}
 
-/* What the machine code must show: the instruction each rung is about, in its kernel, in the
- * cubin a device of this compute capability runs (for step 5, the sm_90a one). */
+/* ---- the instructions are really there (GPU only, needs cuobjdump) ------------------------ */
+
+/* What the machine code must show: the instruction a step is about, in its kernel, in the
+ * cubin a device of this compute capability runs (for step 4, the sm_90a one). */
 static const struct sass_check {
-    const char *rung, *kernel, *opcode;
+    int step;
+    const char *kernel, *opcode;
     int arch_specific; /* 1: the sm_XYa cubin */
     const char *hint;
 } SASS_CHECKS[] = {
-    { "pipelined", "gemm_pipelined_kernel", "LDGSTS", 0,
+    { 1, "gemm_pipelined_kernel", "LDGSTS", 0,
       "the copies must be __pipeline_memcpy_async (cp.async): a plain load and store through "
       "registers compiles to LDG and STS" },
-    { "tma", "gemm_tma_kernel", "UTMALDG", 0,
-      "the copies must be cp.async.bulk.tensor (TMA) instructions" },
-    { "wgmma", "gemm_wgmma_kernel", "HGMMA", 1,
+    { 3, "gemm_tma_kernel", "UTMALDG", 0,
+      "the copies must be cp.async.bulk.tensor (TMA: tma_load_2d in tma.cuh) instructions" },
+    { 4, "gemm_wgmma_kernel", "HGMMA", 1,
       "the math must be wgmma.mma_async in an sm_90a cubin (-gencode arch=compute_90a,"
       "code=sm_90a, which the Makefile adds when ARCH has 90): elsewhere the kernel is a trap" },
-    { "wgmma", "gemm_wgmma_kernel", "UTMALDG", 1,
+    { 4, "gemm_wgmma_kernel", "UTMALDG", 1,
       "the copies must be cp.async.bulk.tensor (TMA) instructions, in the sm_90a cubin" },
+    { 4, "gemm_wgmma_kernel", "USETMAXREG", 1,
+      "setmaxnreg.dec in the producer warpgroup and setmaxnreg.inc in the consumers; ptxas "
+      "drops them silently (its warning C7508) when it cannot tell the register count at "
+      "entry: __launch_bounds__(threads, 1) tells it" },
 };
 #define NSASS_CHECKS ((int)(sizeof SASS_CHECKS / sizeof SASS_CHECKS[0]))
 
+/* Every function of this program's `arch` cubins whose name holds `kernel`: how many, and how
+ * many of them hold `opcode`. The grader links the step's reference beside yours (given.o), and
+ * its kernel has the same name, so "some function has it" would pass on the reference alone:
+ * every one of them must have it, and there must be two (yours and the reference's).
+ * Returns 0, or -1 with `why` filled when cuobjdump could not run. */
+static int sass_count(const char *kernel, const char *opcode, const char *arch, int *nfn,
+                      int *nwith, char *why, size_t len)
+{
+    char self[4096], quoted[3 * 4096], cmd[3 * 4096 + 64];
+    if (sass_own_path(self, sizeof self, why, len) != 0)
+        return -1;
+    if (sass_shell_quote(self, quoted, sizeof quoted) != 0) {
+        snprintf(why, len, "this grader's path is too long to pass to cuobjdump");
+        return -1;
+    }
+    snprintf(cmd, sizeof cmd, "cuobjdump -sass %s 2>&1", quoted);
+    FILE *f = popen(cmd, "r");
+    if (!f) {
+        snprintf(why, len, "could not run cuobjdump");
+        return -1;
+    }
+    char line[4096];
+    int in_arch = 0, in_fn = 0, has = 0;
+    *nfn = *nwith = 0;
+    while (fgets(line, sizeof line, f)) {
+        int is = sass_arch_line(line, arch);
+        if (is >= 0 || strstr(line, "Function : ")) {
+            *nwith += in_fn && has;
+            in_fn = has = 0;
+            if (is >= 0) {
+                in_arch = is;
+                continue;
+            }
+            in_fn = in_arch && strstr(line, kernel) != NULL;
+            *nfn += in_fn;
+            continue;
+        }
+        if (in_fn && strstr(line, opcode))
+            has = 1;
+    }
+    *nwith += in_fn && has;
+    int st = pclose(f);
+    if (st == -1) {
+        snprintf(why, len, "cuobjdump -sass %.100s did not finish", self);
+        return -1;
+    }
+    return 0;
+}
+
 START_TEST(sass)
 {
-    int slot = SASS + _i;
-    const struct sass_check *k = &SASS_CHECKS[SASS_CHECK[_i]];
+    int slot = grade_slot();
+    const struct sass_check *k = grade_ctx();
     char why[256], arch[16];
     snprintf(arch, sizeof arch, "sm_%d%s", device_cc(), k->arch_specific ? "a" : "");
-    int has = sass_has(k->kernel, k->opcode, arch, why, sizeof why);
-    if (has < 0 && k->arch_specific) /* no sm_90a cubin at all: say how to build one */
+    int nfn, nwith;
+    ck_assert_msg(sass_count(k->kernel, k->opcode, arch, &nfn, &nwith, why, sizeof why) == 0,
+                  "%s", why);
+    if (nfn < 2) {
         grade_hint(slot, "%s", k->hint);
-    ck_assert_msg(has >= 0, "%s", why);
-    if (!has) {
+        ck_abort_msg("the %s machine code holds %d function%s named %s, the reference's only: "
+                     "is yours named %s (in %s), and built for %s?", arch, nfn, nfn == 1 ? "" : "s",
+                     k->kernel, k->kernel, STEP[k->step].file, arch);
+    }
+    if (nwith < nfn) {
         grade_hint(slot, "%s", k->hint);
-        ck_abort_msg("no %s in the %s machine code of %s", k->opcode, arch, k->kernel);
+        ck_abort_msg("no %s in the %s machine code of %s (%d of the %d functions of that name "
+                     "have it: the reference's)", k->opcode, arch, k->kernel, nwith, nfn);
     }
     grade_note(slot, "%s holds %s (%s)", k->kernel, k->opcode, arch);
 }
 END_TEST
 
-/* ---- bench ------------------------------------------------------------------------------ */
+static void add_sass(Suite *s, int step, int on_gpu)
+{
+    for (int i = 0; i < NSASS_CHECKS; i++) {
+        const struct sass_check *k = &SASS_CHECKS[i];
+        if (k->step != step)
+            continue;
+        static char titles[NSASS_CHECKS][96];
+        snprintf(titles[i], sizeof titles[i], "sass: %s in %s", k->opcode, k->kernel);
+        const char *t = titles[i];
+        if (!on_gpu)
+            grader_skip(t, "graded on a GPU only: the CPU backend runs no machine code");
+        else if (!sass_on_path("cuobjdump"))
+            grader_skip(t, "cuobjdump is not on PATH (it comes with the CUDA toolkit)");
+        else
+            grader_add_ctx(s, "sass", sass, &t, 1, 120, k);
+    }
+}
 
-/* Step 3's file offers the roof of the mma.sync path (no memory traffic, see step3_ring.cu);
- * weak, because the learner's build links no such file. */
-extern void gemm_mma_sync_peak(float *d_sink, int blocks, int iters) __attribute__((weak));
+/* ---- registration ---------------------------------------------------------------------------- */
+
+static void add_tests(Suite *s)
+{
+    const struct device_info *dev = grader_device();
+    int on_gpu = strcmp(dev->backend, "cuda") == 0;
+    int cc = device_cc();
+
+    for (int k = 1; k <= NSTEPS; k++) {
+        grader_step(k, STEP[k].title);
+        const struct step_facts *f = &STEP[k];
+        const struct gemm_step *g = step_in(GEMM_STEPS, GEMM_NUM_STEPS, k);
+        char why[160];
+        if (on_gpu && cc < 80) {
+            grader_skip(f->launcher, "BF16 tensor cores (WMMA bf16 fragments) need sm_80 or "
+                                     "later");
+            continue;
+        }
+        if (!g || !g->fn) {
+            grader_skip(f->launcher, on_gpu
+                ? "this build leaves its file out"
+                : "graded on a GPU only: TMA, mbarrier and wgmma are PTX that the CPU backend "
+                  "cannot run, and its builds leave this step's file out");
+            continue;
+        }
+        if (on_gpu && step_cannot_run(g, cc, why, sizeof why)) {
+            grader_skip(f->launcher, why);
+            continue;
+        }
+        flow_add_correct(s, &KIND[k].kind, k >= 3 ? &TMA_SHAPES : &SHAPES, (flow_fn)g->fn,
+                         f->launcher);
+        if (k == 2) {
+            static char titles[2][160];
+            const char *t[2];
+            for (int i = 0; i < 2; i++) {
+                int used = snprintf(titles[i], sizeof titles[i], "%s on", SWEEP_NAMES[i]);
+                for (int j = 0; j < NSWEEP_SHAPES && used < (int)sizeof titles[i]; j++)
+                    used += snprintf(titles[i] + used, sizeof titles[i] - used, "%s %dx%dx%d",
+                                     j ? "," : "", SWEEP_SHAPES[j].m, SWEEP_SHAPES[j].k,
+                                     SWEEP_SHAPES[j].n);
+                t[i] = titles[i];
+            }
+            grader_add(s, "sweep", sweep_correct, t, 2, 120);
+        }
+        /* the baseline: the given gemm_sync for step 1, the reference of step k - 1 after */
+        const struct gemm_step *base = step_in(ref_GEMM_STEPS, ref_GEMM_NUM_STEPS, k - 1);
+        static char base_names[NSTEPS + 1][64];
+        if (k == 1)
+            snprintf(base_names[k], sizeof base_names[k], "gemm_sync");
+        else
+            snprintf(base_names[k], sizeof base_names[k], "step %d's reference", k - 1);
+        if (base && base->fn)
+            add_speed(s, k, g->fn, base->fn, base_names[k]);
+        else
+            grader_skip("speed", "the reference of the step before is not in this build");
+        add_sass(s, k, on_gpu);
+    }
+}
+
+/* ---- bench ---------------------------------------------------------------------------------- */
+
+/* The reference's step2_ring.cu offers the roof of the mma.sync path (no memory traffic);
+ * weak, as a build without the references' kernels has no such function. */
+extern void ref_gemm_mma_sync_peak(float *d_sink, int blocks, int iters) __attribute__((weak));
 
 struct peak_launch {
     float *d_sink;
@@ -246,7 +470,7 @@ struct peak_launch {
 static void run_peak(void *ctx)
 {
     struct peak_launch *l = ctx;
-    gemm_mma_sync_peak(l->d_sink, l->blocks, l->iters);
+    ref_gemm_mma_sync_peak(l->d_sink, l->blocks, l->iters);
 }
 
 /* the row "mma_sync_peak": 4 blocks of 8 warps an SM, each warp 8 x 4096 products */
@@ -261,134 +485,45 @@ static int bench_mma_peak(struct results *out, const struct device_info *info)
     char shape[48];
     snprintf(shape, sizeof shape, "%dx8warps", l.blocks);
     results_row(out, CHAPTER, "mma_sync_peak", shape, t.median_ms, 0.0, gflops);
-    printf("%-16s %-10s %10.4f %10.1f   (no memory: the roof of steps 1-3)\n", shape,
+    printf("%-16s %-10s %10.4f %10.1f   (no memory: the roof of the mma.sync rungs)\n", shape,
            "mma_sync_peak", t.median_ms, gflops / 1e3);
     return 0;
 }
-
 
 /* a rung the bench leaves out: not in this build, not for this device, or the stage-count
  * sweep away from its one shape */
 static int bench_skip(int v, const void *shape, const struct device_info *info)
 {
     const struct gemm_shape *s = shape;
-    const struct gemm_rung *g = &LADDER[v];
+    const struct gemm_step *g = &GEMM_STEPS[v];
     int sweep_shape = s->m == SPEED_SIZE && s->k == SPEED_SIZE && s->n == SPEED_SIZE;
     char why[96];
-    return !g->fn || rung_cannot_run(g, 10 * info->cc_major + info->cc_minor, why, sizeof why) ||
+    return !g->fn || step_cannot_run(g, 10 * info->cc_major + info->cc_minor, why, sizeof why) ||
            (g->sweep && !sweep_shape);
 }
 
 static int bench_extra(struct results *out, const struct device_info *info)
 {
-    if (gemm_mma_sync_peak && 10 * info->cc_major + info->cc_minor >= 80)
+    if (ref_gemm_mma_sync_peak && 10 * info->cc_major + info->cc_minor >= 80)
         return bench_mma_peak(out, info);
     return 0;
 }
 
 static int bench(const char *path)
 {
-    ladder_init();
-    struct flow_rung rungs[MAX_RUNGS];
-    for (int v = 0; v < NUM_LADDER; v++)
-        rungs[v] = (struct flow_rung){ .name = LADDER[v].name, .fn = (flow_fn)LADDER[v].fn };
+    static struct flow_rung rungs[32];
+    int n = GEMM_NUM_STEPS < 32 ? GEMM_NUM_STEPS : 32;
+    for (int v = 0; v < n; v++)
+        rungs[v] = (struct flow_rung){ .name = GEMM_STEPS[v].name, .fn = (flow_fn)GEMM_STEPS[v].fn };
     /* cuBLAS first, then every rung as a share of it */
     const struct flow_bench b = {
-        .chapter = CHAPTER, .kind = &PIPELINED.kind, .shapes = BENCH_SHAPES,
+        .chapter = CHAPTER, .kind = &KIND[1].kind, .shapes = BENCH_SHAPES,
         .nshapes = (int)(sizeof BENCH_SHAPES / sizeof BENCH_SHAPES[0]), .rungs = rungs,
-        .nrungs = NUM_LADDER, .library = "cublas", .library_first = 1, .warmup = 2, .reps = 10,
+        .nrungs = n, .library = "cublas", .library_first = 1, .warmup = 2, .reps = 10,
         .bytes = gemm_bytes_bf16, .flops = gemm_flops, .print_unit = 1e12,
         .print_label = "TFLOP/s", .skip = bench_skip, .extra = bench_extra,
     };
     return flow_bench(&b, path);
-}
-
-/* ---- registration ----------------------------------------------------------------------- */
-
-static void add_tests(Suite *s)
-{
-    const struct device_info *dev = grader_device();
-    int on_gpu = strcmp(dev->backend, "cuda") == 0;
-    int cc = device_cc();
-    if (on_gpu && cc < 80) {
-        grader_skip("every test", "BF16 tensor cores (WMMA bf16 fragments) need sm_80 or later");
-        return;
-    }
-    flow_add_correct(s, &PIPELINED.kind, &SHAPES, (flow_fn)gemm_pipelined, "gemm_pipelined");
-
-    /* every other rung this build links, on small odd shapes */
-    ladder_init();
-    char shape_list[96] = "";
-    for (int i = 0; i < NRUNG_SHAPES; i++) {
-        size_t used = strlen(shape_list);
-        snprintf(shape_list + used, sizeof shape_list - used, "%s%dx%dx%d", i ? ", " : "",
-                 RUNG_SHAPES[i].m, RUNG_SHAPES[i].k, RUNG_SHAPES[i].n);
-    }
-    static char rtitles[GRADE_MAX_TESTS][128];
-    const char *rt[GRADE_MAX_TESTS];
-    int nr = 0;
-    for (int v = 0; v < NUM_LADDER && nr < GRADE_MAX_TESTS; v++) {
-        const struct gemm_rung *g = &LADDER[v];
-        char title[128], why[96];
-        snprintf(title, sizeof title, "rung %s on %s", g->name, shape_list);
-        if (g->fn == gemm_pipelined)
-            continue;
-        if (!g->fn) {
-            grader_skip(title, on_gpu || g->min_cc < 90
-                ? "this build leaves that rung out (its file was not linked)"
-                : "graded on a GPU only: TMA, mbarrier and wgmma are PTX that the CPU backend "
-                  "cannot run, and this build leaves that rung out");
-            continue;
-        }
-        if (on_gpu && rung_cannot_run(g, cc, why, sizeof why)) {
-            grader_skip(title, why);
-            continue;
-        }
-        memcpy(rtitles[nr], title, sizeof title);
-        rt[nr] = rtitles[nr];
-        RUNG_INDEX[nr++] = v;
-    }
-    if (nr > 0)
-        RUNGS = grader_add(s, "rungs", rung_correct, rt, nr, 120);
-
-    flow_add_speed(s, &SPEED);
-
-    /* the machine code: yours, and steps 4's and 5's where the ladder has them */
-    static char stitles[NSASS_CHECKS][96];
-    const char *st[NSASS_CHECKS];
-    int ns = 0;
-    for (int i = 0; i < NSASS_CHECKS; i++) {
-        const struct sass_check *k = &SASS_CHECKS[i];
-        const struct gemm_rung *g = NULL;
-        for (int v = 0; v < NUM_LADDER && !g; v++)
-            if (strcmp(LADDER[v].name, k->rung) == 0)
-                g = &LADDER[v];
-        if (!g)
-            continue;
-        snprintf(stitles[ns], sizeof stitles[ns], "sass: %s in %s", k->opcode, k->kernel);
-        char cannot[96], none[96];
-        snprintf(none, sizeof none, "this build has no %s rung", k->rung);
-        const char *why = NULL;
-        if (!on_gpu)
-            why = "graded on a GPU only: the CPU backend runs no machine code";
-        else if (!g->fn)
-            why = none;
-        else if (rung_cannot_run(g, cc, cannot, sizeof cannot))
-            why = cannot;
-        else if (!sass_on_path("cuobjdump"))
-            why = "cuobjdump is not on PATH (it comes with the CUDA toolkit)";
-        if (why) {
-            grader_skip(stitles[ns], why);
-            continue;
-        }
-        st[ns] = stitles[ns];
-        SASS_CHECK[ns++] = i;
-    }
-    if (ns > 0)
-        SASS = grader_add(s, "sass", sass, st, ns, 120);
-
-    /* The concept tests of the profiling issue (sectors per request, shared-memory wavefronts
-     * per request on the CPU backend) register here. */
 }
 
 int main(int argc, char **argv)

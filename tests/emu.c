@@ -438,6 +438,81 @@ START_TEST(pipeline_primitives_copy)
 }
 END_TEST
 
+/* A float is the poison (0xff bytes: NaN) when its bits are all ones. */
+static int is_poison(float f)
+{
+    unsigned u;
+    memcpy(&u, &f, sizeof u);
+    return u == 0xffffffffu;
+}
+
+/* pipeline_stages_kernel (emu_kernels.cu): three stages, one group each, read after the wait
+ * that _i's mode names; every schedule. */
+static void pipeline_stages(int mode, float *in, float *out)
+{
+    for (int i = 0; i < 3 * 128; ++i)
+        in[i] = (float)i + 0.5f;
+    CK_CUDA(ek_pipeline_stages(in, mode, out));
+}
+
+/* the floats of stage st as copied: the data, or zeros where thread 31's copy zero-fills */
+static float stage_want(const float *in, int st, int i)
+{
+    return st == 2 && i >= 126 ? 0.0f : in[st * 128 + i];
+}
+
+START_TEST(pipeline_read_before_wait_sees_the_poison)
+{
+    setenv("EMU_SCHEDULE", SCHEDULES[_i], 1);
+    float in[3 * 128], out[3 * 128 + 4];
+    pipeline_stages(0, in, out);
+    for (int i = 0; i < 3 * 128; ++i)
+        ck_assert_msg(is_poison(out[i]), "float %d read before any wait: got %g, want the poison",
+                      i, (double)out[i]);
+    /* thread 1 never waited: thread 0 sees its copy only as the poison, even after a barrier */
+    for (int i = 0; i < 4; ++i)
+        ck_assert_msg(is_poison(out[3 * 128 + i]), "thread 1's unwaited copy read as %g",
+                      (double)out[3 * 128 + i]);
+}
+END_TEST
+
+START_TEST(pipeline_wait_prior_0_lands_every_group)
+{
+    setenv("EMU_SCHEDULE", SCHEDULES[_i], 1);
+    float in[3 * 128], out[3 * 128 + 4];
+    pipeline_stages(2, in, out);
+    for (int st = 0; st < 3; ++st)
+        for (int i = 0; i < 128; ++i)
+            ck_assert_float_eq(out[st * 128 + i], stage_want(in, st, i));
+}
+END_TEST
+
+START_TEST(pipeline_wait_prior_1_leaves_the_newest_group)
+{
+    setenv("EMU_SCHEDULE", SCHEDULES[_i], 1);
+    float in[3 * 128], out[3 * 128 + 4];
+    pipeline_stages(1, in, out);
+    for (int st = 0; st < 2; ++st)
+        for (int i = 0; i < 128; ++i)
+            ck_assert_float_eq(out[st * 128 + i], in[st * 128 + i]);
+    for (int i = 0; i < 128; ++i)
+        ck_assert_msg(is_poison(out[2 * 128 + i]), "stage 2 (the newest group) float %d: got %g, "
+                      "want the poison", i, (double)out[2 * 128 + i]);
+}
+END_TEST
+
+START_TEST(pipeline_uncommitted_copies_stay_in_flight)
+{
+    float in[3 * 128], out[3 * 128 + 4];
+    pipeline_stages(3, in, out);
+    for (int st = 0; st < 2; ++st)
+        for (int i = 0; i < 128; ++i)
+            ck_assert_float_eq(out[st * 128 + i], in[st * 128 + i]);
+    for (int i = 0; i < 128; ++i)
+        ck_assert(is_poison(out[2 * 128 + i]));
+}
+END_TEST
+
 START_TEST(half_and_bfloat16)
 {
     float sum, product, low;
@@ -738,6 +813,9 @@ static Suite *emu_suite(void)
         {"grids", block_order_follows_the_schedule, NUM_SCHEDULES},
         {"grids", several_os_threads_give_the_same_results, NUM_SCHEDULES},
         {"groups", cooperative_groups_subset, NUM_SCHEDULES},
+        {"groups", pipeline_read_before_wait_sees_the_poison, NUM_SCHEDULES},
+        {"groups", pipeline_wait_prior_0_lands_every_group, NUM_SCHEDULES},
+        {"groups", pipeline_wait_prior_1_leaves_the_newest_group, NUM_SCHEDULES},
         {"errors", illegal_addresses_that_fault, 4},
         {"errors", trap_assert_and_division_stop_the_kernel, 3},
     };
@@ -753,6 +831,7 @@ static Suite *emu_suite(void)
         {"shared", dynamic_shared_memory_limit},
         {"grids", launch_forms_and_symbols},
         {"groups", pipeline_primitives_copy},
+        {"groups", pipeline_uncommitted_copies_stay_in_flight},
         {"groups", half_and_bfloat16},
         {"errors", invalid_configuration},
         {"errors", illegal_address_is_sticky_and_reported},

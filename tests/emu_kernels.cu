@@ -581,6 +581,53 @@ cudaError_t ek_pipeline_copy(const float *in, int n, int zfill_floats, float *ou
     return e;
 }
 
+/* The asynchrony of cuda_pipeline.h: each of 32 threads issues one 16-byte copy into each of
+ * three stages, one group a stage, then waits as `mode` says and reads all three stages back
+ * (thread t reads the words it copied itself, so no barrier is needed):
+ *   0  reads before any wait               every stage still holds the poison
+ *   1  __pipeline_wait_prior(1)            stages 0 and 1 landed, stage 2 (the newest) not
+ *   2  __pipeline_wait_prior(0)            all three landed
+ *   3  wait_prior(0) with stage 2's copy issued after the last commit: it stays in flight
+ * Thread 31's copy into stage 2 zero-fills its last two floats (out[382], out[383]).
+ * and out[3 * 128 ...] gets what thread 0 sees of thread 1's stage 0 after its own wait_prior(0)
+ * and a barrier, thread 1 having waited for nothing (its copies land when it exits). */
+__global__ void pipeline_stages_kernel(const float *in, float *out, int mode)
+{
+    __shared__ __align__(16) float s[3][128];
+    int t = threadIdx.x;
+    for (int st = 0; st < 3; ++st) {
+        /* thread 31's copy into stage 2 zero-fills its last 8 bytes */
+        __pipeline_memcpy_async(&s[st][4 * t], &in[st * 128 + 4 * t], 16,
+                                st == 2 && t == 31 ? 8 : 0);
+        if (mode != 3 || st < 2)
+            __pipeline_commit();
+    }
+    if (mode == 1)
+        __pipeline_wait_prior(1);
+    else if (mode >= 2)
+        __pipeline_wait_prior(0);
+    for (int st = 0; st < 3; ++st)
+        for (int i = 0; i < 4; ++i)
+            out[st * 128 + 4 * t + i] = s[st][4 * t + i];
+    if (t != 1)
+        __pipeline_wait_prior(0);
+    __syncthreads();
+    if (t == 0)
+        for (int i = 0; i < 4; ++i)
+            out[3 * 128 + i] = s[0][4 + i];
+    __syncthreads(); /* thread 1 is still running (its copies in flight) while thread 0 reads */
+}
+
+cudaError_t ek_pipeline_stages(const float *in, int mode, float *out)
+{
+    float *din = device_alloc<float>(3 * 128), *dout = device_alloc<float>(3 * 128 + 4);
+    cudaMemcpy(din, in, 3 * 128 * sizeof(float), cudaMemcpyHostToDevice);
+    pipeline_stages_kernel<<<1, 32>>>(din, dout, mode);
+    cudaError_t e = fetch(out, dout, 3 * 128 + 4, finish());
+    cudaFree(din);
+    return e;
+}
+
 /* ---------------------------------------------------------------- wmma */
 
 template <class LayoutB>

@@ -69,6 +69,9 @@ struct ek_groups {
 };
 cudaError_t ek_cooperative_groups(struct ek_groups *out);
 cudaError_t ek_pipeline_copy(const float *in, int n, int zfill_floats, float *out);
+/* in: 3 x 128 floats, out: 3 x 128 + 4 (pipeline_stages_kernel in emu_kernels.cu says what
+ * each mode waits for and reads) */
+cudaError_t ek_pipeline_stages(const float *in, int mode, float *out);
 
 /* __half and __nv_bfloat16 */
 cudaError_t ek_half_bf16(float a, float b, float *half_sum, float *bf16_product, float *half2_low);

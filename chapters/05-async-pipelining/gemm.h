@@ -24,7 +24,8 @@ extern "C" {
 
 typedef uint16_t gemm_bf16;
 
-/* The block tile of steps 1, 2 and 4: BM x BN of C per block of 8 warps, BK of k per step. */
+/* The block tile of the given baseline and of steps 1 and 3: BM x BN of C per block of 8 warps,
+ * BK of k per step (tile.cuh has the rest of its shape). */
 #define GEMM_BM 128
 #define GEMM_BN 128
 #define GEMM_BK 32
@@ -38,47 +39,52 @@ typedef uint16_t gemm_bf16;
 #define GEMM_BF16_MMA 1
 #endif
 
-/* The steps, in order; rungs.cu lists them in GEMM_RUNGS.
- *
- * Step 1, given (step1_sync.cu): the same tiles and the same WMMA math as step 2, but each
- * tile is loaded, waited for, then multiplied. Correct, and idle for a reason this chapter is
+/* The given baseline (sync.cu): the same tiles and the same WMMA math as step 1, but each tile
+ * is loaded, waited for, then multiplied. Correct, and idle for a reason this chapter is
  * about. */
 void gemm_sync(const gemm_bf16 *d_a, const gemm_bf16 *d_b, float *d_c, int m, int k, int n);
 
-/* Step 2, yours (step2_pipelined.cu): two shared-memory stages filled by cp.async, the copy of
- * tile t + 1 in flight while tile t is multiplied. */
+/* Step 1 (step1_pipelined.cu): two shared-memory stages filled by cp.async, the copy of tile
+ * t + 1 in flight while tile t is multiplied. */
 void gemm_pipelined(const gemm_bf16 *d_a, const gemm_bf16 *d_b, float *d_c, int m, int k, int n);
 
-/* Steps 3 to 5 are in solutions/ only: a build of the chapter's own files has none of them,
- * and the CPU backend has no step 4 or 5 (their files end in _sm90.cu and _sm90a.cu).
- *
- * Step 3 (step3_ring.cu): a ring of three cp.async stages, a 128 x 256 block tile, ldmatrix
- * and mma.sync; gemm_ring_2 and gemm_ring_4 are the same with 2 and 4 stages, for the sweep. */
+/* Step 2 (step2_ring.cu): a ring of three cp.async stages, a 128 x 256 block tile, ldmatrix and
+ * mma.sync; gemm_ring_2 and gemm_ring_4 are the same with 2 and 4 stages, for the sweep. */
 void gemm_ring(const gemm_bf16 *d_a, const gemm_bf16 *d_b, float *d_c, int m, int k, int n);
 void gemm_ring_2(const gemm_bf16 *d_a, const gemm_bf16 *d_b, float *d_c, int m, int k, int n);
 void gemm_ring_4(const gemm_bf16 *d_a, const gemm_bf16 *d_b, float *d_c, int m, int k, int n);
-/* Step 4 (step4_tma_sm90.cu, sm_90): TMA copies, an mbarrier ring, a producer warp. */
+
+/* Step 3 (step3_tma_sm90.cu, sm_90 and later): TMA copies, an mbarrier ring, a producer warp.
+ * Step 4 (step4_wgmma_sm90a.cu, sm_90a: compute capability 9.0 only): wgmma, setmaxnreg.
+ * Both take the shapes TMA can describe (k and n multiples of 8, 16-byte aligned bases) and
+ * hand the others to gemm_ring. The CPU backend leaves their files out (TMA, mbarrier and wgmma
+ * are PTX it cannot run): there these two are not linked. */
 void gemm_tma(const gemm_bf16 *d_a, const gemm_bf16 *d_b, float *d_c, int m, int k, int n);
-/* Step 5 (step5_wgmma_sm90a.cu, sm_90a: compute capability 9.0 only): wgmma. */
 void gemm_wgmma(const gemm_bf16 *d_a, const gemm_bf16 *d_b, float *d_c, int m, int k, int n);
-/* The roof of the mma.sync path (step3_ring.cu): blocks of 8 warps, each warp iters x 8
- * products of 16 x 8 x 16 from registers, no memory traffic. d_sink: 256 floats. */
+
+/* The roof of the mma.sync path (the reference's step2_ring.cu): blocks of 8 warps, each warp
+ * iters x 8 products of 16 x 8 x 16 from registers, no memory traffic. d_sink: 256 floats. */
 void gemm_mma_sync_peak(float *d_sink, int blocks, int iters);
 
-/* The rungs, in order, for the grader, the bench and the plot. */
+/* The ladder, in order, for the grader, the bench and the plot (steps.cu): the given baseline,
+ * the four steps, then the stage-count sweep of step 2. */
 typedef void (*gemm_fn)(const gemm_bf16 *d_a, const gemm_bf16 *d_b, float *d_c, int m, int k,
                         int n);
-struct gemm_rung {
+struct gemm_step {
     const char *name;   /* "sync", "pipelined", "ring", "tma", "wgmma"; "stages:N" for the sweep */
-    gemm_fn fn;         /* NULL: this build has no such rung (steps 3-5 in a starter build,
-                         * steps 4 and 5 on the CPU backend) */
+    int step;           /* its step, 1 to 4; 0 for the given baseline (sync) and the sweep */
+    gemm_fn fn;         /* NULL: this build has no such step (steps 3 and 4 on the CPU backend) */
     int min_cc;         /* the compute capability it needs, 10 * major + minor: 80, 90 for TMA */
     int sweep;          /* 1: a row of the stage-count sweep, benched at 4096^3 only */
     int arch_specific;  /* 1: sm_XYa code (wgmma), which runs on compute capability min_cc
                          * exactly, not before it and not after */
 };
-extern const struct gemm_rung GEMM_RUNGS[];
-extern const int GEMM_NUM_RUNGS;
+extern const struct gemm_step GEMM_STEPS[];
+extern const int GEMM_NUM_STEPS;
+/* The same table over the references (solutions/), which the build links into every grader
+ * under the prefix ref_: step k's speed is measured against ref_GEMM_STEPS' step k - 1. */
+extern const struct gemm_step ref_GEMM_STEPS[];
+extern const int ref_GEMM_NUM_STEPS;
 
 #ifdef __cplusplus
 }

@@ -1,9 +1,9 @@
 /* tile.cuh: the pieces every step of chapter 05 shares (given): the block tile's shape in
- * shared memory, the WMMA fragments, the synchronous tile load of step 1, the math on a tile
- * (mma_tile) and the store of C (store_c_tile). Steps 1 and 2 multiply and store with these;
- * step 4 stores with store_c_tile and multiplies the same way from its TMA boxes, whose layout
- * differs; steps 3 and 5 bring their own math (ldmatrix and mma.sync, then wgmma) and use the
- * shapes and rows_are_16b_aligned.
+ * shared memory, the WMMA fragments, the synchronous tile load of the baseline (sync.cu), the
+ * math on a tile (mma_tile) and the store of C (store_c_tile). The baseline and step 1 multiply
+ * and store with these; step 3 stores with store_c_tile and multiplies the same way from its
+ * TMA boxes, whose layout differs; steps 2 and 4 bring their own math (ldmatrix and mma.sync,
+ * then wgmma) and use the shapes and rows_are_16b_aligned.
  *
  * One block of 8 warps computes a GEMM_BM x GEMM_BN (128 x 128) tile of C, stepping through k
  * GEMM_BK (32) at a time. The warps sit 2 x 4 over the tile: warp w owns the 64 x 32 stretch at
@@ -51,10 +51,12 @@ static inline bool rows_are_16b_aligned(const void *p, int cols)
 
 /* Synchronous load of a R x C tile (rows r0.., columns c0..) of the rows x cols matrix g into
  * s (row stride LDS), zeros outside the matrix. With vec, 16 bytes a thread a step through
- * registers (LDG.128 then STS.128); without, one bf16 at a time. */
+ * registers (LDG.128 then STS.128); without, one bf16 at a time. Steps 1 and 2 fall back to
+ * it where the rows are not 16-byte aligned. */
 template <int R, int C, int LDS>
-__device__ __forceinline__ void load_tile_sync(bf16 *s, const bf16 *__restrict__ g, int rows,
-                                               int cols, int r0, int c0, bool vec)
+static __device__ __forceinline__ void load_tile_sync(bf16 *s, const bf16 *__restrict__ g,
+                                                      int rows, int cols, int r0, int c0,
+                                                      bool vec)
 {
     if (vec) {
         for (int v = threadIdx.x; v < R * C / 8; v += THREADS) {
@@ -79,9 +81,9 @@ __device__ __forceinline__ void load_tile_sync(bf16 *s, const bf16 *__restrict__
  * GEMM_BM x GEMM_BK, row-major with row stride LDA; the B tile GEMM_BK x GEMM_BN, row-major
  * with row stride LDB (a stage's padded strides: LDS_A and LDS_B). */
 template <int LDA, int LDB>
-__device__ __forceinline__ void mma_tile(const bf16 *s_a, const bf16 *s_b,
-                                         frag_c (&acc)[FRAG_M][FRAG_N], int warp_row,
-                                         int warp_col)
+static __device__ __forceinline__ void mma_tile(const bf16 *s_a, const bf16 *s_b,
+                                                frag_c (&acc)[FRAG_M][FRAG_N], int warp_row,
+                                                int warp_col)
 {
 #if GEMM_BF16_MMA
 #pragma unroll
@@ -107,9 +109,9 @@ __device__ __forceinline__ void mma_tile(const bf16 *s_a, const bf16 *s_b,
  * layout in the lanes is opaque, and store_matrix_sync straight to C would need a 32-byte
  * aligned address and n % 4 == 0: so each goes through the warp's 16 x 16 scratch in shared
  * memory, and the lanes copy it out with a bounds check. */
-__device__ __forceinline__ void store_c_tile(float *__restrict__ c, float *s_scratch,
-                                             frag_c (&acc)[FRAG_M][FRAG_N], int m, int n,
-                                             int row0, int col0)
+static __device__ __forceinline__ void store_c_tile(float *__restrict__ c, float *s_scratch,
+                                                    frag_c (&acc)[FRAG_M][FRAG_N], int m, int n,
+                                                    int row0, int col0)
 {
     int lane = threadIdx.x % 32;
 #pragma unroll

@@ -41,6 +41,14 @@ std::string check_padding();
 /* Where an address lies relative to the allocations: "8 bytes past the end of ...". */
 std::string describe_address(uintptr_t addr);
 
+/* the running CUDA thread's linear index in its block (sched.cpp) */
+unsigned current_thread();
+
+/* cuda_pipeline.h's copies in flight (pipeline.cpp): the scheduler empties every thread's
+ * queue when a block starts, and lands what a thread left in flight when it exits */
+void pipeline_block_begin(unsigned nthreads);
+void pipeline_thread_exit(unsigned lin);
+
 /* symbolisation of code addresses (sched.cpp) */
 std::string symbol_name(const void *code);       /* "matmul_kernel" */
 std::string source_location(const void *code);   /* "chapters/01-matmul/matmul.cu:42" */

@@ -766,6 +766,7 @@ bool run_block(Worker &w, Launch &l, unsigned long long b)
     w.overflow = false;
     w.rng = splitmix(l.seed ^ splitmix(b + 1));
     new_pass(w, l.mode);
+    pipeline_block_begin(w.n);
 #ifdef EMU_PROFILE
     prof_block_begin(w.n);
 #endif
@@ -959,6 +960,11 @@ uint64_t warp_op(WarpOp op, unsigned mask, uint64_t value, int arg, int width, i
     return f->result;
 }
 
+unsigned current_thread()
+{
+    return tls_worker->cur->lin;
+}
+
 unsigned lane_id()
 {
     return tls_worker->cur->lin % WARP;
@@ -1091,6 +1097,7 @@ void emu_fiber_entry(void)
     Worker &w = *tls_worker;
     w.launch->body(w.launch->pack);
     Fiber *f = w.cur;
+    pipeline_thread_exit(f->lin); /* its copies never waited for land now */
 #ifdef EMU_PROFILE
     prof_thread_exit(f->lin);
 #endif

@@ -1,4 +1,4 @@
-/* tma.cuh: what steps 4 and 5 of chapter 05 (step4_tma_sm90.cu, step5_wgmma_sm90a.cu) share
+/* tma.cuh: what steps 3 and 4 of chapter 05 (step3_tma_sm90.cu, step4_wgmma_sm90a.cu) share
  * to move tiles with the tensor memory accelerator: the mbarrier and bulk-tensor-copy
  * instructions on the device, and the tensor map that describes a matrix to the TMA unit on
  * the host.
@@ -9,7 +9,8 @@
  * Host side:
  *   make_map(who, base, rows, cols, box_rows, box_cols, swizzle)  a row-major bf16 matrix
  *
- * Hopper only: the graders leave the files that include this out of CPU-backend builds. */
+ * Given: the instructions, wrapped; what the steps are about is how the producer and the
+ * consumers use them. Hopper only: the CPU backend leaves the files that include this out. */
 #ifndef TMA_CUH
 #define TMA_CUH
 

@@ -1,4 +1,4 @@
-/* step1_sync.cu: step 1 of 5, given. The synchronous tiled GEMM on tensor cores.
+/* sync.cu: the given baseline of chapter 05. The synchronous tiled GEMM on tensor cores.
  *
  * Each block computes a 128 x 128 tile of C with 8 warps of WMMA (16 x 16 x 16 bf16 fragments,
  * fp32 accumulators). Per step of k: every thread loads its share of the A and B tiles into
@@ -7,10 +7,10 @@
  * only wait on them, and while the warps multiply no load is in flight. With two blocks on an
  * SM the other block fills some of the gaps; that is all the overlap this rung gets.
  * Expect: the baseline of the ladder, bound by that waiting rather than by the tensor cores;
- * step 2 (yours, step2_pipelined.cu) overlaps the loads with the math. */
+ * step 1 (step1_pipelined.cu) overlaps the loads with the math. */
 #include "tile.cuh"
 
-__global__ void __launch_bounds__(THREADS, 2)
+static __global__ void __launch_bounds__(THREADS, 2)
 gemm_sync_kernel(const bf16 *__restrict__ a, const bf16 *__restrict__ b, float *__restrict__ c,
                  int m, int k, int n, bool vec_a, bool vec_b)
 {
