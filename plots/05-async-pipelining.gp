@@ -1,5 +1,5 @@
 # 05-async-pipelining.gp: TFLOP/s of each rung against size with cuBLAS BF16 (left), each rung's
-# speedup over the synchronous step 1 (middle), and the stage-count sweep at 4096^3 (right).
+# speedup over the synchronous baseline (middle), and the stage-count sweep at 4096^3 (right).
 # Square shapes only on the first two panels; the odd shapes are in the lesson's table.
 load "plots/style.gp"
 

@@ -10,7 +10,7 @@
  *
  * A kernel file that uses them writes the GPU's versions (inline PTX, a struct of four 32-bit
  * registers) under #ifndef HARNESS_EMU and includes this header otherwise: the same three names,
- * the same calls. (chapter 05's step 3 does; solutions/05-async-pipelining/step3_ring.cu.)
+ * the same calls. (chapter 05's step 2 does: chapters/05-async-pipelining/mma_sync.cuh.)
  *
  * On a GPU, lane l gives the address of row l % 8 of matrix l / 8, and receives elements
  * 2 (l % 4) and 2 (l % 4) + 1 of row l / 4 of each matrix (with .trans: of column l / 4), one
