@@ -3,7 +3,8 @@
 # rebuilding (the machine needs no Check, gnuplot or network): the probe, the harness tests, the
 # isolation demo, the judge (scripts/judge.sh: every solution's grader must pass, every
 # starter's must fail, every known-bug kernel's must fail with its symptom; a verdict line per
-# grader and the closing count), every solution's bench, the tuning of chapters whose grader
+# grader and the closing count), every solution's bench (its file's header gets the SM clock
+# and power sampled while it ran: scripts/clocks.sh), the tuning of chapters whose grader
 # tunes (as it says with --describe), and with SANITIZE=1 every solution's grader under
 # compute-sanitizer. The programs are found in build/programs.tsv.
 #
@@ -66,7 +67,7 @@ if [[ $sanitize != only ]]; then
         for c in ${BENCH_CHAPTERS:-$chapters}; do
             g=$(program_path grade solution "$c" - cuda) || continue
             modes=" $(grader_modes "$g") "
-            [[ $modes == *" bench "* ]] && step "$c bench" "$g" --bench "$out/$c.tsv"
+            [[ $modes == *" bench "* ]] && step "$c bench" scripts/clocks.sh "$out/$c.tsv" "$g" --bench "$out/$c.tsv"
             [[ $modes == *" tune "* && ${SKIP_TUNE:-0} != 1 ]] && step "$c tune" "$g" --tune "$out/$c-tune.tsv"
         done
     fi
