@@ -129,21 +129,25 @@ static const struct gemm_kind CONFIG = {
 
 /* ---- the steps' gates ------------------------------------------------------------------------
  * Speed (GPU): yours over the previous step's reference (ref_TILED_STEPS, the solution's
- * kernels linked into this grader renamed ref_), step 1 over the given naive kernel; the
- * measured ratios are the H200's committed bench rows (ms, the references):
+ * kernels linked into this grader renamed ref_), step 1 over the given naive kernel. The
+ * measured ratios are the H200's bench rows of plots/data/h200/04-shared-memory-tiling.tsv (ms,
+ * the references; the grade of the solution in the same run measured the same ratios):
  *
  *   step  shape   reference over the one before             measured  needs
- *   1     2048^3  tiled 1.86048 / naive 2.74749               1.48x    1.2x   (0.81)
- *   2     2048^3  blocked_1d 0.98368 / tiled 1.86048          1.89x    1.5x   (0.79)
- *   3     2048^3  blocked_2d 0.565696 / blocked_1d 0.98368    1.74x    1.4x   (0.80)
- *   4     2048^3  vectorized 0.492384 / blocked_2d 0.565696   1.15x    1.08x  (half the gain)
- *   5     2048^3  warptiled 0.46304 / vectorized 0.492384     1.063x   1.03x  (half the gain)
- *   6     4096x4096x72  tuned 0.101952 / warptiled 0.735216   7.21x    5.5x   (0.76)
- *   6     4096^3  tuned 2.92653 / warptiled 3.72323           1.27x    0.95x  (no slower)
+ *   1     2048^3  tiled 1.8884 / naive 2.7484                 1.46x    1.2x   (0.82)
+ *   2     2048^3  blocked_1d 0.9877 / tiled 1.8884            1.91x    1.5x   (0.78)
+ *   3     2048^3  blocked_2d 0.5668 / blocked_1d 0.9877       1.74x    1.4x   (0.80)
+ *   4     2048^3  vectorized 0.4944 / blocked_2d 0.5668       1.15x    1.08x  (half the gain)
+ *   5     2048^3  warptiled 0.4797 / vectorized 0.4944        1.03x    0.97x  (no slower)
+ *   6     4096x4096x72  tuned 0.1026 / warptiled 0.7154       6.97x    5.5x   (0.79)
+ *   6     4096^3  tuned 2.9354 / warptiled 3.8100             1.30x    0.95x  (no slower)
  *
- * Steps 4 and 5 gain little over the step before (at 4096^3: 1.14x and 1.04x), so their
- * thresholds keep half the gain: a correct kernel that skips the step's idea measures about
- * 1.0x. Step 5's margin is thin on any GPU (3%); its CPU-backend gate counts the idea itself.
+ * Step 4 gains little over step 3 (1.14x at 4096^3 too), so its threshold keeps half the gain:
+ * a correct kernel that skips the idea measures about 1.0x. Step 5 gains too little to be told
+ * apart by time on this GPU (1.03x at 2048^3, 1.02x at 4096^3: a warp tile changes which
+ * shared-memory addresses a warp's request touches, and the float4 kernel before it is
+ * already near the rate its tile shape allows), so on a GPU it must only not be slower, and
+ * its idea is graded on the CPU backend, which counts it: the wavefronts per request below.
  *
  * Concepts (CPU backend), each on the step's own rung at 128x128x128, the references' counts:
  *   step 1  4.00 sectors per global load request (at most 4.5 for floats), 0.0625 global
@@ -177,7 +181,7 @@ static const struct gemm_shape SHAPE_2048 = { 2048, 2048, 2048 };
 static const struct gemm_shape SHAPE_4096 = { 4096, 4096, 4096 };
 static const struct gemm_shape SHAPE_THIN = { 4096, 4096, 72 };
 
-static const double NEEDS[NSTEPS] = { 1.2, 1.5, 1.4, 1.08, 1.03, 5.5 };
+static const double NEEDS[NSTEPS] = { 1.2, 1.5, 1.4, 1.08, 0.97, 5.5 };
 #define NEEDS_TUNED_SQUARE 0.95
 
 static const char *const SPEED_HINT[NSTEPS] = {
