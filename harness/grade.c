@@ -575,6 +575,21 @@ static void chapter_number(char *buf, size_t len)
     snprintf(buf, len, "%.*s", digits ? (int)digits : (int)strlen(chapter_name), chapter_name);
 }
 
+/* text into dst (len bytes), cut after its last whole word that fits, with "..." */
+static void cut_words(char *dst, size_t len, const char *text)
+{
+    size_t tl = strlen(text);
+    if (tl < len) {
+        memcpy(dst, text, tl + 1);
+        return;
+    }
+    size_t keep = len - 4;
+    while (keep > len / 2 && text[keep] != ' ')
+        keep--;
+    memcpy(dst, text, keep);
+    memcpy(dst + keep, "...", 4);
+}
+
 /* One line a step that ran, and its row in the results file; returns the steps that passed. */
 static int print_ladder(int *graded)
 {
@@ -604,17 +619,11 @@ static int print_ladder(int *graded)
             (*graded)++;
         /* one screen line: long messages are cut, the file keeps them whole */
         char shown[112];
-        size_t tl = strlen(text);
-        memcpy(shown, text, tl < sizeof shown ? tl + 1 : sizeof shown);
-        if (tl >= sizeof shown)
-            memcpy(shown + sizeof shown - 4, "...", 4);
+        cut_words(shown, sizeof shown, text);
         printf("  %s step %d of %d  %-36s %s  %s\n", num, p->k, nsteps, p->name, verdict, shown);
         if (p->failed && p->hint[0]) {
             char h[112];
-            size_t hl = strlen(p->hint);
-            memcpy(h, p->hint, hl < sizeof h ? hl + 1 : sizeof h);
-            if (hl >= sizeof h)
-                memcpy(h + sizeof h - 4, "...", 4);
+            cut_words(h, sizeof h, p->hint);
             printf("        hint: %s\n", h);
         }
         char col[16];
