@@ -22,7 +22,7 @@ nmax = STATS_max
 nmin = STATS_min
 slot(n) = int(log(n / nmin) / log(2) + 0.5)
 # the divergent rung's time per pair and size, for the speedup
-array base[64]
+array base[words(PAIRS) * 16]
 stats data using (slow(strcol(KERNEL)) && pidx(strcol(KERNEL)) > 0 ? \
     (base[1 + (pidx(strcol(KERNEL)) - 1) * 16 + slot(column(SHAPE))] = column(MS), 0) : 0) \
     nooutput
