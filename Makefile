@@ -312,6 +312,15 @@ deps-grade deps-test deps-book: deps-%:
 RUN_ENV = CHAPTERS="$(CHAPTERS)" CHAPTERS_ALL="$(CHAPTERS_ALL)" CH="$(CH)" SIDE="$(SIDE)" \
           BACKEND="$(BACKEND)" MAKE="$(MAKE)" STEP="$(STEP)"
 
+# The lessons' measured numbers, each between markers naming the data it comes from
+# (scripts/lessons.lua): make lessons rewrites them from plots/data/, make lessons-check fails
+# on any that differs (make test runs it).
+LESSON_FILES := README.md $(wildcard chapters/*/README.md) $(wildcard book/*.md)
+.PHONY: lessons lessons-check
+lessons lessons-check: deps-book
+	@LESSONS_FILES="$(LESSON_FILES)" LESSONS_CHECK=$(if $(filter lessons-check,$@),1,0) \
+	  pandoc --lua-filter scripts/lessons.lua -f markdown -t plain -o /dev/null /dev/null
+
 .PHONY: grade bench tune test progress
 grade: deps-grade
 	@$(RUN_ENV) scripts/grade.sh
@@ -365,7 +374,7 @@ plots: deps-book $(PLOTS)
 # (book/appendices.lua adds the interview questions and the hints before the drills)
 BOOK_SRC := book/metadata.yaml book/front.md $(wildcard chapters/*/README.md) \
             book/roofline.md book/drills.md book/solutions.md book/back.md
-BOOK_FILTERS := book/include.lua book/measured.lua book/appendices.lua
+BOOK_FILTERS := book/include.lua book/measured.lua book/measure.lua book/appendices.lua
 
 # pandoc writes LaTeX, pdflatex runs twice (the contents need the page numbers); the log stays
 # in build/book/ for tests/book.sh, which looks for code that runs off the page.

@@ -8,15 +8,17 @@
 #   4. the CPU backend's own tests, and its profiler's; Nsight Compute's side of the profiler
 #      from saved CSV samples and a dry run with a stand-in ncu (tests/ncu_table.sh)
 #   5. both directions, on the CPU backend and on a GPU when one answers (scripts/judge.sh):
-#      each solution passes its grader, each starter fails it, and each known-bug kernel
-#      (tests/mutants/) fails it, with the symptom its patch names
+#      each solution passes its grader (every step of it), each starter fails it (no step
+#      passes), and each known-bug kernel (tests/mutants/) fails its step, with the symptom its
+#      patch names; make progress and the rows a grade keeps (tests/progress.sh)
 #   6. isolation (tests/isolation.c): a hanging, a crashing, a NaN-, Inf- and unwritten-output,
 #      and an overrunning kernel each fail one test of a demo grader, which goes on and keeps
 #      its results file row by row; on the CPU backend, and on a GPU when one answers
 #   7. `make sanitize`'s plumbing (tests/sanitize.sh): compute-sanitizer log summaries, the CPU
 #      backend's instrumented run (a solution clean, a known-bug kernel caught), and a dry run
 #      of the GPU side with a stand-in for compute-sanitizer
-#   8. the plots from the committed measurements, and build/book.pdf
+#   8. the plots from the committed measurements, build/book.pdf, and the lessons' measured
+#      numbers against the data (tests/lessons.sh: make lessons-check)
 #
 # The graders run here write their per-test rows to build/test-grade.tsv (GRADE_TSV), started
 # fresh each run, so that build/grade.tsv stays what `make grade` wrote.
@@ -139,6 +141,7 @@ fi
 step "plots from the committed measurements" $make_ --no-print-directory -s plots
 step "the book" $make_ --no-print-directory -s book
 step "the book holds every chapter and its figure" tests/book.sh
+step "the lessons' measured numbers come from the data (make lessons-check)" tests/lessons.sh
 
 # Check programs' own tallies
 while IFS=$'\t' read -r _ _ p f; do
