@@ -374,7 +374,8 @@ plots: deps-book $(PLOTS)
 # (book/appendices.lua adds the interview questions and the hints before the drills)
 BOOK_SRC := book/metadata.yaml book/front.md $(wildcard chapters/*/README.md) \
             book/roofline.md book/drills.md book/solutions.md book/back.md
-BOOK_FILTERS := book/include.lua book/measured.lua book/measure.lua book/appendices.lua
+BOOK_FILTERS := book/include.lua book/measured.lua book/measure.lua book/appendices.lua \
+                book/design.lua
 
 # pandoc writes LaTeX, pdflatex runs twice (the contents need the page numbers); the log stays
 # in build/book/ for tests/book.sh, which looks for code that runs off the page.

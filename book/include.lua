@@ -173,11 +173,11 @@ local function excerpt(path, attr, what)
       first = i
     end
   else
-    return lines
+    return lines, 1
   end
   local out = {}
   for i = first, last do out[#out + 1] = lines[i] end
-  return dedent(out)
+  return dedent(out), first
 end
 
 local function attrs_of(block, prefix)
@@ -222,13 +222,16 @@ function CodeBlock(block)
     return nil
   end
   block.attributes["include"] = nil
-  local new_lines = excerpt(path, attrs_of(block, ""))
+  local new_lines, first = excerpt(path, attrs_of(block, ""))
   if old then
     -- ```{.c include="B.cu" function="g" diff-from="A.cu" diff-function="f"}: A's f, changed
     -- into B's g, each line marked as kept, removed or added
     block.attributes["diff-from"] = nil
     local old_lines = excerpt(old, attrs_of(block, "diff-"))
     new_lines = diff(old_lines, new_lines)
+  else
+    -- the excerpt's first line in the file: a listing numbered by the book starts there
+    block.attributes["startFrom"] = tostring(first)
   end
   local text = table.concat(new_lines, "\n")
   -- A lesson may keep a copy of the excerpt inside the block, for readers of the README on the
