@@ -9,7 +9,7 @@
 # solutions/04-shared-memory-tiling/tune.tsv (written by `grade --tune`, committed per device),
 # relative to the repository root where make runs gnuplot. Without it that panel says so.
 load "plots/style.gp"
-set terminal pdfcairo size 6in,5in font "Latin Modern Roman,9" noenhanced
+set terminal pdfcairo size 6in,5.8in font "Latin Modern Roman,9" fontscale 0.8 noenhanced
 set output out
 # style.gp styles five rungs; this ladder has seven
 set linetype 6 lc rgb "#01665e" pt 15 ps 0.7 lw 1.5
@@ -40,9 +40,9 @@ set xrange [900:4600]
 set ylabel "GFLOP/s"
 set format y "%g"
 set yrange [0:*]
-set key top left font ",7"
+set key top left maxrows 4 width 1
 # headroom above the lines for the key
-set offsets 0, 0, graph 0.6, 0
+set offsets 0, 0, graph 1.1, 0
 set title "fp32 matmul, square"
 plot for [i = 1:words(rungs)] data using (square(strcol(SHAPE))):(only(word(rungs, i), GFLOPS)) \
          with linespoints lt i title word(rungs, i), \
@@ -51,8 +51,8 @@ plot for [i = 1:words(rungs)] data using (square(strcol(SHAPE))):(only(word(rung
 
 set ylabel "speedup over naive"
 set title "each rung over the naive kernel"
-set key top left
-set offsets 0, 0, graph 0.5, 0
+set key top left maxrows 3 width 1
+set offsets 0, 0, graph 0.9, 0
 plot for [i = 2:words(rungs)] data using (square(strcol(SHAPE))):\
          (strcol(KERNEL) eq word(rungs, i) ? speedup(square(strcol(SHAPE))) : NaN) \
          with linespoints lt i title word(rungs, i)
@@ -75,7 +75,7 @@ plot data using (strcol(SHAPE) eq "1000x999x1001" ? pos(strcol(KERNEL)) - 0.2 : 
      data using (strcol(SHAPE) eq "4096x4096x72" ? pos(strcol(KERNEL)) + 0.2 : NaN):(column(GFLOPS)) \
          with boxes lt 4 title "4096x4096x72"
 
-set title "tile configurations at 4096x4096x4096 (tune.tsv)"
+set title "tile configurations at 4096x4096x4096"
 if (have_tune) {
     stats data using (strcol(KERNEL) eq ceiling && strcol(SHAPE) eq "4096x4096x4096" ? \
         column(GFLOPS) : NaN) nooutput
@@ -87,9 +87,9 @@ if (have_tune) {
     stats tune using (is4096(0) ? (ncfg = ncfg + 1, cfg[ncfg] = strcol(5), 0) : 0) nooutput
     cfgpos(name) = sum [i = 1:ncfg] (cfg[i] eq name ? i : 0)
     set xrange [0.3:ncfg + 0.7]
-    set xtics ("" 1)
-    do for [i = 1:ncfg] { set xtics add (cfg[i] i) }
-    set xtics rotate by 30 right font ",6"
+    # too many candidates to name under the bars: their place in the table
+    set xtics 1, 4 norotate font ""
+    set xlabel "candidate, in tune.tsv's order"
     set boxwidth 0.7
     # the best candidates come within 10% of cuBLAS: room above its line for the key
     set offsets 0, 0, graph 0.45, 0

@@ -21,7 +21,7 @@ stats data using (strcol(KERNEL) eq "sync" && square(strcol(SHAPE)) ? \
 speedup(s) = base[int(log(s) / log(2) + 0.5)] / column(MS)
 stages(k) = strstrt(k, "stages:") ? (k[8:]) + 0 : NaN
 
-set terminal pdfcairo size 6in,2.4in font "Latin Modern Roman,9" enhanced
+set terminal pdfcairo size 6in,2.4in font "Latin Modern Roman,9" fontscale 0.8 enhanced
 set output out
 set datafile missing NaN
 set multiplot layout 1,3

@@ -41,7 +41,7 @@ plot data using (kind(strcol(KERNEL)) eq "unchecked" ? cidx(strcol(KERNEL)) - 0.
      data using (cidx(strcol(KERNEL)) > 0 ? \
                  cidx(strcol(KERNEL)) + (kind(strcol(KERNEL)) eq "checked" ? 0.2 : -0.2) : NaN):\
          (column(MS) * 1e3):(sprintf("%.1f", column(MS) * 1e3)) \
-         with labels offset 0,0.5 font ",6"
+         with labels offset 0,0.5 font ",7"
 
 set ylabel "% over unchecked, synchronised once"
 set yrange [0:*]
@@ -55,6 +55,6 @@ plot data using (kind(strcol(KERNEL)) eq "unchecked" ? cidx(strcol(KERNEL)) - 0.
      data using (cidx(strcol(KERNEL)) > 0 ? \
                  cidx(strcol(KERNEL)) + (kind(strcol(KERNEL)) eq "checked" ? 0.2 : -0.2) : NaN):\
          (pct(column(MS)) > 0 ? pct(column(MS)) : 0):(pct_label(column(MS))) \
-         with labels offset 0,0.5 font ",6", \
+         with labels offset 0,0.5 font ",7", \
      5 with lines lt 8 title "the goal: 5%"
 unset multiplot

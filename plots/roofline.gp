@@ -9,7 +9,7 @@
 # bytes counted (chapter 03's arithmetic kernels) have no intensity and are left out: the
 # book's caption says so.
 load "plots/style.gp"
-set terminal pdfcairo size 6.3in,3.6in font "Latin Modern Roman,10" enhanced
+set terminal pdfcairo size 6.3in,4.4in font "Latin Modern Roman,10" fontscale 0.8 enhanced
 set output out
 
 CHAPTER = 1
@@ -53,14 +53,13 @@ label(k) = "ch ".k[1:2]." ".k[4:]
 # ---- the figure --------------------------------------------------------------------------------
 set logscale xy 10
 # room at the right, past the largest intensity measured, for the ceilings' labels
-set xrange [2:30000]
+set xrange [2:100000]
 set yrange [0.1:3000]
 set format x "%g"
 set format y "%g"
 set xlabel "arithmetic intensity: FLOPs per compulsory byte (log scale)"
 set ylabel "TFLOP/s (log scale)"
-set rmargin at screen 0.79
-set key at screen 0.81, graph 1 left top Left reverse samplen 1 spacing 0.95 font ",9" noenhanced
+set key outside below center horizontal Left reverse maxcols 5 width 1 samplen 1 noenhanced
 set border 3
 set grid xtics ytics lc rgb "#e4e4e4"
 
@@ -69,9 +68,9 @@ roof_fp32(x) = (copy_bw * x < sgemm ? copy_bw * x : sgemm) / 1000
 roof_bf16(x) = (copy_bw * x < bf16 ? copy_bw * x : bf16) / 1000
 ridge32 = sgemm / copy_bw; ridge16 = bf16 / copy_bw
 
-set label 1 sprintf("cuBLAS BF16 (ch 05)\n%.0f TFLOP/s, ridge %.0f", bf16 / 1000, ridge16) at 28000, bf16 / 1000 * 0.45 right font ",9"
+set label 1 sprintf("cuBLAS BF16 (ch 05)\n%.0f TFLOP/s, ridge %.0f", bf16 / 1000, ridge16) at 90000, bf16 / 1000 * 0.45 right font ",9"
 set label 2 sprintf("cuBLAS SGEMM fp32 (ch 01, 04)\n%.1f TFLOP/s, ridge %.0f", sgemm / 1000, ridge32) \
-    at 28000, sgemm / 1000 * 0.45 right font ",9"
+    at 90000, sgemm / 1000 * 0.45 right font ",9"
 set label 3 sprintf("copy kernel (ch 02): %.0f GB/s", copy_bw) at 2.3, copy_bw * 2.3 * 1.9 / 1000 \
     left rotate by 36 font ",9"
 set samples 400
@@ -79,5 +78,5 @@ set samples 400
 plot roof_bf16(x) with lines lw 2 lc rgb "#1b7837" dt 1 notitle, \
      roof_fp32(x) with lines lw 2 lc rgb "#404040" dt 1 notitle, \
      for [i = 1:n] all using (key(0) eq word(rungs, i) && placeable(0) ? column(GFLOPS) / column(GBS) : NaN):\
-         (column(GFLOPS) / 1000) with points pt pt[i] ps 0.55 lc rgb colour(word(rungs, i)) \
+         (column(GFLOPS) / 1000) with points pt pt[i] ps 0.8 lc rgb colour(word(rungs, i)) \
          title label(word(rungs, i))

@@ -2,7 +2,7 @@
 #   gnuplot -e "data='plots/data/h200/NN.tsv'; out='build/plots/NN.pdf'" plots/NN.gp
 # on the rows that `make bench` writes: chapter, kernel, shape, ms, gbs, gflops, device.
 
-set terminal pdfcairo size 6in,2.6in font "Latin Modern Roman,9" enhanced
+set terminal pdfcairo size 6in,2.6in font "Latin Modern Roman,9" fontscale 0.8 enhanced
 set output out
 set datafile separator "\t"
 set datafile commentschars "#"
