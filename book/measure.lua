@@ -2,8 +2,8 @@
 -- book's filter (book/measured.lua) and `make lessons` (scripts/lessons.lua). Loaded with
 -- dofile("book/measure.lua") from the repository's root; returns { eval = ..., DATA = ... }.
 --
---   eval(expr, fmt, where)   the Lua expression expr over tsv, ms, gbs, gflops, best and math
---                            (measured.lua's top says what each reads), as a string: fmt (a
+--   eval(expr, fmt, where)   the Lua expression expr over tsv, ms, gbs, gflops, best, cell and
+--                            math (measured.lua's top says what each reads), as a string: fmt (a
 --                            printf format) or three significant digits; an error naming where
 --                            when a row or column is missing or the value is not a number
 
@@ -76,7 +76,63 @@ local function best(chapter, kernel, column)
   return v
 end
 
+-- cell(file, match, column): one cell of any tab-separated file with a header line, in the row
+-- whose columns equal every key = value of match (exactly one such row, or an error). file is a
+-- name under DATA without ".tsv" ("ncu-05-ring-4096", "profile-calibration") or a path from
+-- the repository's root ("solutions/04-shared-memory-tiling/tune.tsv").
+local files = {}
+local function read_file(file)
+  if files[file] then return files[file] end
+  local path = file:find("/") and file or (DATA .. "/" .. file .. ".tsv")
+  local f = io.open(path, "r")
+  if not f then error("measure.lua: no file " .. path) end
+  local header, rows = nil, {}
+  for line in f:lines() do
+    if not line:match("^#") and line:match("%S") then
+      local cells = {}
+      for c in (line .. "\t"):gmatch("([^\t]*)\t") do cells[#cells + 1] = c end
+      if not header then
+        header = {}
+        for i, name in ipairs(cells) do header[name] = i end
+      else
+        rows[#rows + 1] = cells
+      end
+    end
+  end
+  f:close()
+  files[file] = { path = path, header = header or {}, rows = rows }
+  return files[file]
+end
+
+local function cell(file, match, column)
+  local t = read_file(file)
+  local c = t.header[column]
+  if not c then error("measure.lua: " .. t.path .. " has no column " .. column) end
+  local want = {}
+  for k, v in pairs(match) do
+    if not t.header[k] then error("measure.lua: " .. t.path .. " has no column " .. k) end
+    want[#want + 1] = k .. "=" .. tostring(v)
+  end
+  table.sort(want)
+  local found
+  for _, row in ipairs(t.rows) do
+    local ok = true
+    for k, v in pairs(match) do
+      if row[t.header[k]] ~= tostring(v) then ok = false; break end
+    end
+    if ok then
+      if found then error("measure.lua: " .. t.path .. ": two rows with " .. table.concat(want, ", ")) end
+      found = row
+    end
+  end
+  if not found then error("measure.lua: " .. t.path .. " has no row with " .. table.concat(want, ", ")) end
+  local v = tonumber(found[c])
+  if not v then error("measure.lua: " .. t.path .. ": " .. column .. " is not a number") end
+  return v
+end
+
 local env = {
+  cell = cell,
   tsv = tsv, best = best, math = math,
   ms = function(c, k, s) return tsv(c, k, s, "ms") end,
   gbs = function(c, k, s) return tsv(c, k, s, "gbs") end,

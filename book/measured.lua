@@ -10,6 +10,10 @@
 --                                         column is ms, gbs or gflops
 --   ms(c, k, s), gbs(c, k, s), gflops(c, k, s)   the same, one column each
 --   best(chapter, kernel, column)         the largest value of that column over every shape
+--   cell(file, {col = value, ...}, column) one cell of any committed table, in its one row
+--                                         whose columns match: file is a name under the data
+--                                         directory ("profile-calibration", "ncu-04-1024") or a
+--                                         path ("solutions/04-shared-memory-tiling/tune.tsv")
 --
 -- A row or a column that is not there is an error, so the book fails to build (and `make test`
 -- fails) instead of printing a number nobody measured. Formats: fmt="%.1f" (a printf format), or

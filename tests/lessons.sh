@@ -36,6 +36,15 @@ printf 'x <!--m gbs("02", "copy", "8192x8192")-->1\n' > "$tmp/c.md"
 run 0 "$tmp/c.md"; rc=$?
 grep -q "without its <!--/m-->" "$tmp/out"
 verdict "a marker left open fails" $((rc == 0 || $? != 0))
+printf 'w <!--m:%%.0f cell("profile-calibration", {chapter = "01-naive-matmul", rung = "uncoalesced", metric = "warps"}, "ncu")-->0<!--/m-->\n' > "$tmp/d.md"
+run 0 "$tmp/d.md"
+want=$(awk -F'\t' '$1 == "01-naive-matmul" && $2 == "uncoalesced" && $4 == "warps" { print $6 }' plots/data/h200/profile-calibration.tsv)
+grep -q -- "-->$want<!--/m-->" "$tmp/d.md"
+verdict "cell() reads one row of another table by its columns ($want)" $?
+printf 'w <!--m cell("profile-calibration", {chapter = "01-naive-matmul", rung = "nope", metric = "warps"}, "ncu")-->0<!--/m-->\n' > "$tmp/e.md"
+run 0 "$tmp/e.md"; rc=$?
+grep -q "has no row with" "$tmp/out"
+verdict "and fails where no row matches" $((rc == 0 || $? != 0))
 files="README.md $(ls chapters/*/README.md book/*.md | tr '\n' ' ')"
 run 1 $files
 verdict "every lesson's measured numbers match the committed data ($(tail -n 1 "$tmp/out"))" $?
