@@ -10,6 +10,34 @@
 local DATA = os.getenv("PLOT_DATA") or "plots/data/h200"
 local tables = {}
 
+-- cell(file, match, column): one cell of any tab-separated file with a header line, in the row
+-- whose columns equal every key = value of match (exactly one such row, or an error). file is a
+-- name under DATA without ".tsv" ("ncu-05-ring-4096", "profile-calibration") or a path from
+-- the repository's root ("solutions/04-shared-memory-tiling/tune.tsv").
+local files = {}
+local function read_file(file)
+  if files[file] then return files[file] end
+  local path = file:find("/") and file or (DATA .. "/" .. file .. ".tsv")
+  local f = io.open(path, "r")
+  if not f then error("measure.lua: no file " .. path) end
+  local header, rows = nil, {}
+  for line in f:lines() do
+    if not line:match("^#") and line:match("%S") then
+      local cells = {}
+      for c in (line .. "\t"):gmatch("([^\t]*)\t") do cells[#cells + 1] = c end
+      if not header then
+        header = {}
+        for i, name in ipairs(cells) do header[name] = i end
+      else
+        rows[#rows + 1] = cells
+      end
+    end
+  end
+  f:close()
+  files[file] = { path = path, header = header or {}, rows = rows }
+  return files[file]
+end
+
 local function load_table(chapter)
   local path
   local p = io.popen("ls " .. DATA .. "/" .. chapter .. "*.tsv 2>/dev/null")
@@ -22,20 +50,7 @@ local function load_table(chapter)
   end
   p:close()
   if not path then error("measured.lua: no " .. DATA .. "/" .. chapter .. "*.tsv") end
-  local rows, header = {}, nil
-  for line in io.lines(path) do
-    if not line:match("^#") and line:match("%S") then
-      local cells = {}
-      for cell in (line .. "\t"):gmatch("([^\t]*)\t") do cells[#cells + 1] = cell end
-      if not header then
-        header = {}
-        for i, name in ipairs(cells) do header[name] = i end
-      else
-        rows[#rows + 1] = cells
-      end
-    end
-  end
-  return { path = path, header = header or {}, rows = rows }
+  return read_file(path)
 end
 
 local function table_of(chapter)
@@ -74,34 +89,6 @@ local function best(chapter, kernel, column)
   end
   if not v then error("measured.lua: " .. t.path .. " has no row of kernel " .. kernel) end
   return v
-end
-
--- cell(file, match, column): one cell of any tab-separated file with a header line, in the row
--- whose columns equal every key = value of match (exactly one such row, or an error). file is a
--- name under DATA without ".tsv" ("ncu-05-ring-4096", "profile-calibration") or a path from
--- the repository's root ("solutions/04-shared-memory-tiling/tune.tsv").
-local files = {}
-local function read_file(file)
-  if files[file] then return files[file] end
-  local path = file:find("/") and file or (DATA .. "/" .. file .. ".tsv")
-  local f = io.open(path, "r")
-  if not f then error("measure.lua: no file " .. path) end
-  local header, rows = nil, {}
-  for line in f:lines() do
-    if not line:match("^#") and line:match("%S") then
-      local cells = {}
-      for c in (line .. "\t"):gmatch("([^\t]*)\t") do cells[#cells + 1] = c end
-      if not header then
-        header = {}
-        for i, name in ipairs(cells) do header[name] = i end
-      else
-        rows[#rows + 1] = cells
-      end
-    end
-  end
-  f:close()
-  files[file] = { path = path, header = header or {}, rows = rows }
-  return files[file]
 end
 
 local function cell(file, match, column)

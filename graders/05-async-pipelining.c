@@ -306,55 +306,6 @@ static const struct sass_check {
 };
 #define NSASS_CHECKS ((int)(sizeof SASS_CHECKS / sizeof SASS_CHECKS[0]))
 
-/* Every function of this program's `arch` cubins whose name holds `kernel`: how many, and how
- * many of them hold `opcode`. The grader links the step's reference beside yours (given.o), and
- * its kernel has the same name, so "some function has it" would pass on the reference alone:
- * every one of them must have it, and there must be two (yours and the reference's).
- * Returns 0, or -1 with `why` filled when cuobjdump could not run. */
-static int sass_count(const char *kernel, const char *opcode, const char *arch, int *nfn,
-                      int *nwith, char *why, size_t len)
-{
-    char self[4096], quoted[3 * 4096], cmd[3 * 4096 + 64];
-    if (sass_own_path(self, sizeof self, why, len) != 0)
-        return -1;
-    if (sass_shell_quote(self, quoted, sizeof quoted) != 0) {
-        snprintf(why, len, "this grader's path is too long to pass to cuobjdump");
-        return -1;
-    }
-    snprintf(cmd, sizeof cmd, "cuobjdump -sass %s 2>&1", quoted);
-    FILE *f = popen(cmd, "r");
-    if (!f) {
-        snprintf(why, len, "could not run cuobjdump");
-        return -1;
-    }
-    char line[4096];
-    int in_arch = 0, in_fn = 0, has = 0;
-    *nfn = *nwith = 0;
-    while (fgets(line, sizeof line, f)) {
-        int is = sass_arch_line(line, arch);
-        if (is >= 0 || strstr(line, "Function : ")) {
-            *nwith += in_fn && has;
-            in_fn = has = 0;
-            if (is >= 0) {
-                in_arch = is;
-                continue;
-            }
-            in_fn = in_arch && strstr(line, kernel) != NULL;
-            *nfn += in_fn;
-            continue;
-        }
-        if (in_fn && strstr(line, opcode))
-            has = 1;
-    }
-    *nwith += in_fn && has;
-    int st = pclose(f);
-    if (st == -1) {
-        snprintf(why, len, "cuobjdump -sass %.100s did not finish", self);
-        return -1;
-    }
-    return 0;
-}
-
 START_TEST(sass)
 {
     int slot = grade_slot();

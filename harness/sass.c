@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 int sass_on_path(const char *prog)
@@ -74,7 +73,8 @@ int sass_arch_line(const char *line, const char *arch)
     return !(next >= '0' && next <= '9') && next != 'a';
 }
 
-int sass_has(const char *kernel, const char *opcode, const char *arch, char *why, size_t len)
+int sass_count(const char *kernel, const char *opcode, const char *arch, int *nfn,
+                      int *nwith, char *why, size_t len)
 {
     char self[4096], quoted[3 * 4096], cmd[3 * 4096 + 64];
     if (sass_own_path(self, sizeof self, why, len) != 0)
@@ -90,28 +90,29 @@ int sass_has(const char *kernel, const char *opcode, const char *arch, char *why
         return -1;
     }
     char line[4096];
-    int in_arch = 0, in_fn = 0, found_fn = 0, found_op = 0;
+    int in_arch = 0, in_fn = 0, has = 0;
+    *nfn = *nwith = 0;
     while (fgets(line, sizeof line, f)) {
         int is = sass_arch_line(line, arch);
-        if (is >= 0) {
-            in_arch = is;
-            in_fn = 0;
-            continue;
-        }
-        if (strstr(line, "Function : ")) {
+        if (is >= 0 || strstr(line, "Function : ")) {
+            *nwith += in_fn && has;
+            in_fn = has = 0;
+            if (is >= 0) {
+                in_arch = is;
+                continue;
+            }
             in_fn = in_arch && strstr(line, kernel) != NULL;
-            found_fn |= in_fn;
+            *nfn += in_fn;
             continue;
         }
         if (in_fn && strstr(line, opcode))
-            found_op = 1;
+            has = 1;
     }
+    *nwith += in_fn && has;
     int st = pclose(f);
-    if (!found_fn) {
-        int code = st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-        snprintf(why, len, "cuobjdump -sass %.100s (exit code %d) shows no %.40s for %.8s",
-                 self, code, kernel, arch);
+    if (st == -1) {
+        snprintf(why, len, "cuobjdump -sass %.100s did not finish", self);
         return -1;
     }
-    return found_op;
+    return 0;
 }

@@ -1,7 +1,7 @@
 /* sass.h: what the machine code of this very program holds, through cuobjdump (GPU only).
  *
  * A grader that checks an instruction is really there (chapter 05: LDGSTS for cp.async,
- * UTMALDG for TMA, HGMMA for wgmma) asks sass_has for the SASS of one kernel in the cubin of
+ * UTMALDG for TMA, HGMMA for wgmma) asks sass_count for the SASS of one kernel in the cubin of
  * one architecture of its own fat binary. The pure pieces (quoting, matching an arch line) are
  * separate so tests/harness.c can test them without a GPU. */
 #ifndef SASS_H
@@ -30,11 +30,15 @@ int sass_shell_quote(const char *path, char *out, size_t size);
  * names exactly `arch` ("sm_90" is neither "sm_90a" nor the start of "sm_900"), else 0. */
 int sass_arch_line(const char *line, const char *arch);
 
-/* The SASS of every function whose name contains `kernel`, in the cubin for `arch` ("sm_90",
- * "sm_90a"), from this very program (found by its resolved path): does any line hold
- * `opcode`? Returns 1 or 0, or -1 with `why` filled when no such function was found for that
- * arch (or cuobjdump could not run). */
-int sass_has(const char *kernel, const char *opcode, const char *arch, char *why, size_t len);
+/* The SASS of this very program (found by its resolved path), in the cubin for `arch`
+ * ("sm_90", "sm_90a"): how many functions have a name containing `kernel` (*nfn), and how many
+ * of those hold `opcode` on some line (*nwith). A grader of a chapter with steps links the
+ * references beside the learner's kernels (given.o), under the same kernel names, so "some
+ * function has it" would pass on the reference alone: such a grader asks for two functions
+ * (yours and the reference's) and for every one of them to hold it. Returns 0, or -1 with
+ * `why` filled when cuobjdump could not run or finish. */
+int sass_count(const char *kernel, const char *opcode, const char *arch, int *nfn, int *nwith,
+               char *why, size_t len);
 
 #ifdef __cplusplus
 }
