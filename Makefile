@@ -88,8 +88,8 @@ mutant_target = $(patsubst b/%,%,$(firstword $(filter b/chapters/% b/solutions/%
 
 # The chapters whose graders run concept tests on the CPU backend's instrumented build, and
 # those `make profile` knows (graders/profile_main.c picks the chapter's family)
-PROFILE_CHAPTERS := $(filter 01-% 02-% 03-% 04-%,$(CHAPTERS_ALL))
-CONCEPT_CHAPTERS := $(filter 02-% 03-% 04-%,$(PROFILE_CHAPTERS))
+PROFILE_CHAPTERS := $(filter 01-% 02-% 03-% 04-% 07-%,$(CHAPTERS_ALL))
+CONCEPT_CHAPTERS := $(filter 02-% 03-% 04-% 07-%,$(PROFILE_CHAPTERS))
 
 # ---- compiling one object ------------------------------------------------------------------
 
@@ -132,6 +132,14 @@ build/emu-prof/profile/%.o: graders/profile_main.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(CPPFLAGS_emu) -Ichapters/$* -c $< -o $@
 
+# chapter 07's launchers take other arguments: its driver is its own (graders/profile_membound.c)
+build/cuda/profile/07-memory-bound.o: graders/profile_membound.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(CPPFLAGS_cuda) -Ichapters/07-memory-bound -c $< -o $@
+build/emu-prof/profile/07-memory-bound.o: graders/profile_membound.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(CPPFLAGS_emu) -Ichapters/07-memory-bound -c $< -o $@
+
 # The patched copy of a known-bug kernel, build/mutants/CHAPTER/NAME/FILE.cu, remade when the
 # patch or the file it patches changes; its objects come from the .cu rules above.
 mutant_of_copy = $(patsubst %/,%,$(dir $1))
@@ -141,7 +149,7 @@ build/mutants/%.cu: tests/mutants/$$(call mutant_of_copy,$$*).patch $$(call muta
 # the C libraries: the harness, and the grading families the chapter graders share
 # (graders/*.c but the graders themselves and the profile driver)
 HARNESS_SRC   := $(filter-out harness/probe.c harness/ident.c,$(wildcard harness/*.c))
-GRADERLIB_SRC := $(filter-out graders/[0-9][0-9]-%.c graders/profile_main.c,$(wildcard graders/*.c))
+GRADERLIB_SRC := $(filter-out $(wildcard graders/[0-9][0-9]-*.c) graders/profile_main.c graders/profile_membound.c,$(wildcard graders/*.c))
 # (no % may stand in a pattern rule's prerequisites but the stem's: these functions hold them)
 objs_of     = $(patsubst %.c,build/$1/%.o,$2)
 archives_of = $(filter %.a,$1)
@@ -187,7 +195,7 @@ p_driver  = $(strip $(if $(and $(filter emu,$(call p_backend,$1)),$(filter $(CON
 # linked into one (ld -r), each symbol they define renamed ref_NAME, so that a step's speed is
 # measured against the reference of the step before it whichever side is graded, and a
 # learner's functions of the same names stay theirs. build/BACKEND/solutions/CHAPTER/given.o.
-STEP_CHAPTERS := $(filter 02-% 03-% 04-% 05-%,$(CHAPTERS_ALL))
+STEP_CHAPTERS := $(filter 02-% 03-% 04-% 05-% 07-%,$(CHAPTERS_ALL))
 build/%/given.o: $$(call p_kernels,$$*)
 	@mkdir -p $(@D)
 	ld -r -o $@.all $^

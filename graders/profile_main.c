@@ -34,6 +34,7 @@
 #include <cuda_runtime_api.h>
 #ifdef HARNESS_EMU
 #include "emu_profile.h"
+#include "profile_row.h"
 #endif
 
 #if __has_include("matmul.h")
@@ -310,8 +311,6 @@ static int find_rung(const char *name, rung_fn *fn, int *sorted_input)
 }
 
 #ifdef HARNESS_EMU
-static double ratio(unsigned long long a, unsigned long long b) { return b ? (double)a / b : 0.0; }
-
 /* --tsv NAME: one row for the concept tests and the calibration (see the top); 0, 1 if the
  * kernel failed, 2 if there is no such rung */
 static int tsv(const char *name)
@@ -326,33 +325,7 @@ static int tsv(const char *name)
     int ok = run_one(name, fn, sorted_input);
     if (ok == -2)
         return 1;
-    struct emu_profile_totals t;
-    int launches = emu_profile_sum(&t);
-    static char kernels[4096];
-    emu_profile_kernels(kernels, sizeof kernels);
-    printf("kernel\tlaunches\twarps\tgld_requests\tgld_sectors\tgst_requests\tgst_sectors\t"
-           "shld_requests\tshld_wavefronts\tshst_requests\tshst_wavefronts\tdivergent_branches\t"
-           "global_load_sectors_per_req\tglobal_store_sectors_per_req\t"
-           "shared_load_wavefronts_per_req\tdivergent_per_warp\twork\tresult_ok\t"
-           "shared_store_wavefronts_per_req\tglobal_load_bytes_per_req\tglobal_store_bytes_per_req\t"
-           "global_load_width\tglobal_store_width\tshared_load_width\tshared_store_width\t"
-           "kernels"
-           "\tshared_bytes\tglobal_atomic_requests\tglobal_atomic_ops"
-           "\n");
-    printf("%s\t%d\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%.4f\t%.4f\t%.4f\t"
-           "%.4f\t%.0f\t%d\t%.4f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%s"
-           "\t%llu\t%llu\t%llu"
-           "\n",
-           name, launches, t.warps, t.gld_requests, t.gld_sectors, t.gst_requests, t.gst_sectors,
-           t.shld_requests, t.shld_wavefronts, t.shst_requests, t.shst_wavefronts,
-           t.divergent_branches, ratio(t.gld_sectors, t.gld_requests),
-           ratio(t.gst_sectors, t.gst_requests), ratio(t.shld_wavefronts, t.shld_requests),
-           ratio(t.divergent_branches, t.warps), g_work, ok,
-           ratio(t.shst_wavefronts, t.shst_requests), ratio(t.gld_bytes, t.gld_requests),
-           ratio(t.gst_bytes, t.gst_requests), ratio(t.gld_bytes, t.gld_lanes),
-           ratio(t.gst_bytes, t.gst_lanes), ratio(t.shld_bytes, t.shld_lanes),
-           ratio(t.shst_bytes, t.shst_lanes), *kernels ? kernels : "-",
-           t.shared_bytes, t.gatom_requests, t.gatom_lanes);
+    profile_print_row(name, g_work, ok);
     return 0;
 }
 #endif

@@ -9,8 +9,9 @@
 # in the bench. OUT gets the device, driver and date, NOTE as a comment, then one row per
 # launch: kernel (the name without its parameter list), grid, block, then one column per metric
 # under the short name below.
-# ARG... are the grader's arguments (default: --bench, into a scratch file). The report is kept
-# beside OUT (.ncu-rep, for Nsight Compute's GUI).
+# ARG... are the grader's arguments (default: --bench, into a scratch file; the one word
+# "grade": none, so that it grades, GRADE_STEP=k one step, and ncu follows its tests' forks).
+# The report is kept beside OUT (.ncu-rep, for Nsight Compute's GUI).
 #
 #   scripts/ncu-snapshot.sh $OUT/ncu-01.tsv "ch01 bench" 'regex:matmul_' build/cuda/solutions/01-naive-matmul/grade
 set -uo pipefail
@@ -26,6 +27,7 @@ scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 args=("$@")
 [[ ${#args[@]} -gt 0 ]] || args=(--bench "$scratch/bench.tsv")
+[[ ${args[*]} == grade ]] && args=()
 
 # short name = metric (the lessons' cells use the short names)
 metrics=(
@@ -57,7 +59,7 @@ metrics=(
     stall_wait=smsp__average_warps_issue_stalled_wait_per_issue_active.ratio
 )
 "$ncu" --set full --clock-control none --filter-mode per-launch-config --launch-count 1 \
-    -k "$kernels" --export "${out%.tsv}" --force-overwrite "$grader" "${args[@]}" \
+    -k "$kernels" --export "${out%.tsv}" --force-overwrite "$grader" ${args[@]+"${args[@]}"} \
     > "$scratch/ncu.log" 2>&1
 rc=$?
 if [[ $rc -ne 0 || ! -s ${out%.tsv}.ncu-rep ]]; then

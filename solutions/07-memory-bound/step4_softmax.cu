@@ -1,0 +1,350 @@
+/* step4_softmax.cu: chapter 07, step 4 of 5, the reference: row softmax reading each row once.
+ *
+ * Baseline (softmax_three_pass.cu, given): three kernels, a block a row each: the row's max
+ *   into the scratch, the sum of exp(x - max) into the scratch, then every output. The row is
+ *   read three times and written once: 4 passes of traffic where a copy makes 2, so at most
+ *   half of copy's speed, less the two extra launches and the scalar loads.
+ * Here: one kernel. A thread keeps its share of the row in registers, takes its own max and
+ *   its own sum of exp(x - max) over what it holds, and the threads combine their (max, sum)
+ *   pairs with the online-softmax merge: when the max grows from m to m', a sum taken against
+ *   m is rescaled by exp(m - m') before the other sum is added, so one reduction of pairs
+ *   gives both statistics (a shuffle tree within the warp, shared memory across warps).
+ *   Every output is then exp(x - m_thread) * exp(m_thread - m_row) / sum: the exponentials
+ *   were computed once, in registers, and the row is read from memory once and written once.
+ *   Three shapes, the launcher choosing from cols:
+ *     cols <= 1024          a warp a row, 8 rows a block: no barrier, no shared memory
+ *     1024 < cols <= 32768  a block a row, the row held in registers (up to 32 values a
+ *                           thread, 1024 threads)
+ *     cols > 32768          a block a row that does not fit on chip: the first pass streams
+ *                           the row through the online update (per thread: every 16 values
+ *                           merged into a running (max, sum)), the second reads it again for
+ *                           the outputs. 3 passes of traffic instead of 2: at most ~67% of
+ *                           copy, a little more where the second read hits L2. The best
+ *                           kernels hold such rows on chip across a cluster of CTAs,
+ *                           exchanging their partial (max, sum) through distributed shared
+ *                           memory (sm_90); that is beyond this step.
+ *   16-byte loads and stores (a float4, or 8 bf16) where every row starts on a 16-byte
+ *   boundary (cols % 4 == 0 for f32, cols % 8 == 0 for bf16, and 16-byte aligned pointers),
+ *   one element at a time otherwise.
+ * Numerics: fp32 throughout, bf16 widened on the load and rounded once on the store
+ *   (__float2bfloat16_rn). expf, not __expf: expf's error is at most 2 ulp over its whole
+ *   range, where __expf's grows with |x| and reaches tens of ulp on the tiny outputs at the
+ *   far end of the row's range (harmless for bf16, not for an f32 output compared against a
+ *   double-precision reference). One ex2 and a few FMAs an element, far from the SFU's limit
+ *   at these bandwidths.
+ *   Edge cases: the max keeps a NaN where fmaxf would drop it, so m and every exponential
+ *   taken against it are NaN (the NaN's own exponential also reaches the sum): a row holding a
+ *   NaN is NaN throughout. -inf entries give exp(-inf) = 0. A thread (or lane) whose values
+ *   are all -inf (or that holds none) has max -inf and sum 0; it subtracts 0 instead of its
+ *   max, because -inf - (-inf) is NaN (exp_base below). A row that is all -inf comes out NaN
+ *   (0 / 0), as in PyTorch; the contract does not define it.
+ * Expect on an H200 (copy ~4 TB/s): close to copy for rows from 256 to 32768 columns (the
+ *   goal is 90%; PyTorch's softmax measured 63% of copy there), about twice the three-pass
+ *   baseline; ~60-67% of copy for the re-read rows beyond 32768. Below ~128 columns (f32) a
+ *   warp a row leaves lanes idle and the rows' tails dominate. */
+#include <math.h>
+#include <stdint.h>
+
+#include "cuda_check.h"
+#include "membound.h"
+
+#define WARP 32
+#define FULL_MASK 0xffffffffu
+#define ROWS_PER_BLOCK 8      /* the warp-a-row kernel: 8 warps, 8 rows a block */
+#define WARP_ROW_MAX 1024     /* up to this many columns a warp holds a row: 32 values a lane */
+#define HELD_ROW_MAX 32768    /* up to this many a block holds it: 32 values a thread, 1024 threads */
+#define STREAM_THREADS 1024   /* the streaming kernel, for longer rows */
+#define STREAM_EPT 16         /* values a thread loads at a time there: 64 bytes of f32 in flight */
+
+/* ---- one access: W consecutive elements widened to fp32 (W = 16 bytes, or 1) -------------- */
+
+template <int W>
+static __device__ __forceinline__ void load_w(const float *p, float *v)
+{
+    if constexpr (W == 4) {
+        const float4 q = *reinterpret_cast<const float4 *>(p); /* one 16-byte load */
+        v[0] = q.x; v[1] = q.y; v[2] = q.z; v[3] = q.w;
+    } else {
+        static_assert(W == 1, "an f32 access is 16 bytes or one element");
+        v[0] = *p;
+    }
+}
+
+template <int W>
+static __device__ __forceinline__ void store_w(float *p, const float *v)
+{
+    if constexpr (W == 4) {
+        *reinterpret_cast<float4 *>(p) = make_float4(v[0], v[1], v[2], v[3]);
+    } else {
+        static_assert(W == 1, "an f32 access is 16 bytes or one element");
+        *p = v[0];
+    }
+}
+
+/* bf16 -> fp32 is exact: a bf16's bits are the top 16 bits of the float it stands for */
+static __device__ __forceinline__ float bf16_lo(unsigned w) { return __uint_as_float(w << 16); }
+static __device__ __forceinline__ float bf16_hi(unsigned w) { return __uint_as_float(w & 0xffff0000u); }
+/* two floats rounded to nearest-even bf16, packed as they lie in memory (the first low) */
+static __device__ __forceinline__ unsigned bf16x2_rn(float lo, float hi)
+{
+    return (unsigned)__bfloat16_as_ushort(__float2bfloat16_rn(lo)) |
+           (unsigned)__bfloat16_as_ushort(__float2bfloat16_rn(hi)) << 16;
+}
+
+template <int W>
+static __device__ __forceinline__ void load_w(const __nv_bfloat16 *p, float *v)
+{
+    if constexpr (W == 8) {
+        const uint4 q = *reinterpret_cast<const uint4 *>(p); /* one 16-byte load: 8 values */
+        v[0] = bf16_lo(q.x); v[1] = bf16_hi(q.x); v[2] = bf16_lo(q.y); v[3] = bf16_hi(q.y);
+        v[4] = bf16_lo(q.z); v[5] = bf16_hi(q.z); v[6] = bf16_lo(q.w); v[7] = bf16_hi(q.w);
+    } else {
+        static_assert(W == 1, "a bf16 access is 16 bytes or one element");
+        v[0] = __bfloat162float(*p);
+    }
+}
+
+template <int W>
+static __device__ __forceinline__ void store_w(__nv_bfloat16 *p, const float *v)
+{
+    if constexpr (W == 8) {
+        *reinterpret_cast<uint4 *>(p) = make_uint4(bf16x2_rn(v[0], v[1]), bf16x2_rn(v[2], v[3]),
+                                                   bf16x2_rn(v[4], v[5]), bf16x2_rn(v[6], v[7]));
+    } else {
+        static_assert(W == 1, "a bf16 access is 16 bytes or one element");
+        *p = __float2bfloat16_rn(v[0]);
+    }
+}
+
+/* ---- a thread's slice of a row -------------------------------------------------------------
+ * The slice of `nthreads` threads starting at column `first` covers EPT * nthreads columns;
+ * thread `tid` holds EPT of them, as EPT / W accesses of W elements: access k is at column
+ * first + (tid + k * nthreads) * W, so each access of a warp is one contiguous, coalesced run.
+ * With W > 1, cols % W == 0: an access lies wholly inside the row or wholly past its end.
+ * Columns past the end read as `fill`. */
+template <int EPT, int W, typename T>
+static __device__ __forceinline__ void load_slice(const T *__restrict__ row, int cols, int first,
+                                                  int tid, int nthreads, float fill, float (&v)[EPT])
+{
+    static_assert(EPT % W == 0, "a slice is whole accesses");
+#pragma unroll
+    for (int k = 0; k < EPT / W; ++k) {
+        const int col = first + (tid + k * nthreads) * W;
+        if (col < cols) {
+            load_w<W>(row + col, &v[k * W]);
+        } else {
+#pragma unroll
+            for (int j = 0; j < W; ++j)
+                v[k * W + j] = fill;
+        }
+    }
+}
+
+template <int EPT, int W, typename T>
+static __device__ __forceinline__ void store_slice(T *__restrict__ row, int cols, int first,
+                                                   int tid, int nthreads, const float (&v)[EPT])
+{
+#pragma unroll
+    for (int k = 0; k < EPT / W; ++k) {
+        const int col = first + (tid + k * nthreads) * W;
+        if (col < cols)
+            store_w<W>(row + col, &v[k * W]);
+    }
+}
+
+/* ---- the online (max, sum) pair ----------------------------------------------------------
+ * (m, s) stands for a set of values: m their max (-inf for none), s the sum of exp(x - m). */
+
+/* max that keeps a NaN from either side (fmaxf returns the other operand) */
+static __device__ __forceinline__ float max_nan(float a, float b)
+{
+    return (a > b || a != a) ? a : b;
+}
+
+/* What exp's arguments are taken against: the max, or 0 while every value is -inf. Then
+ * exp(-inf - 0) = 0 as it should be, where exp(-inf - (-inf)) would be exp(NaN). */
+static __device__ __forceinline__ float exp_base(float m)
+{
+    return m == -INFINITY ? 0.0f : m;
+}
+
+/* (m, s) <- the pair of both sets: each sum rescaled to the new max before they are added */
+static __device__ __forceinline__ void merge(float &m, float &s, float m_b, float s_b)
+{
+    const float m_new = max_nan(m, m_b);
+    const float base = exp_base(m_new);
+    s = s * expf(m - base) + s_b * expf(m_b - base);
+    m = m_new;
+}
+
+/* The pair of a thread's own EPT values, which become exp(v - base): the max first (they are
+ * in registers), then each exponential once. */
+template <int EPT>
+static __device__ __forceinline__ void slice_max_sum(float (&v)[EPT], float &m, float &s)
+{
+    m = -INFINITY;
+#pragma unroll
+    for (int p = 0; p < EPT; ++p)
+        m = max_nan(m, v[p]);
+    const float base = exp_base(m);
+    s = 0.0f;
+#pragma unroll
+    for (int p = 0; p < EPT; ++p) {
+        v[p] = expf(v[p] - base);
+        s += v[p];
+    }
+}
+
+/* Every lane ends with the warp's pair: a butterfly over all 32 lanes (a lane holding nothing
+ * holds (-inf, 0), which changes nothing). merge is symmetric, so both lanes of each exchange
+ * compute the same bits. */
+static __device__ __forceinline__ void warp_merge(float &m, float &s)
+{
+#pragma unroll
+    for (int offset = WARP / 2; offset > 0; offset /= 2)
+        merge(m, s, __shfl_xor_sync(FULL_MASK, m, offset), __shfl_xor_sync(FULL_MASK, s, offset));
+}
+
+/* Every thread ends with the block's pair (blockDim.x a multiple of 32). Each warp leaves its
+ * pair in shared memory; after the barrier every warp merges all of them itself, which saves
+ * the second barrier a broadcast from one warp would need. Once a block: a second call would
+ * overwrite s_m while slower warps may still read it. */
+static __device__ __forceinline__ void block_merge(float &m, float &s)
+{
+    __shared__ float s_m[WARP], s_s[WARP];
+    const int lane = threadIdx.x % WARP, warp = threadIdx.x / WARP;
+    warp_merge(m, s);
+    if (lane == 0) {
+        s_m[warp] = m;
+        s_s[warp] = s;
+    }
+    __syncthreads(); /* every warp's pair is written before any warp reads them */
+    const bool has = lane < (int)(blockDim.x / WARP);
+    m = has ? s_m[lane] : -INFINITY;
+    s = has ? s_s[lane] : 0.0f;
+    warp_merge(m, s);
+}
+
+/* ---- the kernels ---------------------------------------------------------------------------
+ * After the reduction a thread holds exp(x - base_t) for its values (base_t its own max, or 0
+ * if they are all -inf) and the row's (m, s). Its outputs are v * exp(m_t - m) / s, with m_t,
+ * not base_t: for an all -inf slice v = 0 and exp(-inf - m) = 0, where exp(0 - m) could be
+ * inf and give 0 * inf = NaN. */
+
+/* A warp a row, the row in registers: EPT values a lane, cols <= 32 * EPT. */
+template <typename T, int EPT, int W>
+static __global__ void __launch_bounds__(ROWS_PER_BLOCK * WARP)
+softmax_warp_kernel(const T *__restrict__ in, T *__restrict__ out, int rows, int cols)
+{
+    const int row = blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / WARP;
+    if (row >= rows)
+        return; /* whole warps leave: the shuffles below always see 32 lanes */
+    const int lane = threadIdx.x % WARP;
+    float v[EPT], m, s;
+    load_slice<EPT, W>(in + (size_t)row * cols, cols, 0, lane, WARP, -INFINITY, v);
+    slice_max_sum(v, m, s);
+    const float m_thread = m;
+    warp_merge(m, s);
+    const float scale = expf(m_thread - m) / s;
+#pragma unroll
+    for (int p = 0; p < EPT; ++p)
+        v[p] *= scale;
+    store_slice<EPT, W>(out + (size_t)row * cols, cols, 0, lane, WARP, v);
+}
+
+/* A block a row, the row in registers: EPT values a thread, cols <= blockDim.x * EPT. */
+template <typename T, int EPT, int W>
+static __global__ void __launch_bounds__(1024)
+softmax_block_kernel(const T *__restrict__ in, T *__restrict__ out, int cols)
+{
+    const size_t offset = (size_t)blockIdx.x * cols;
+    float v[EPT], m, s;
+    load_slice<EPT, W>(in + offset, cols, 0, threadIdx.x, blockDim.x, -INFINITY, v);
+    slice_max_sum(v, m, s);
+    const float m_thread = m;
+    block_merge(m, s);
+    const float scale = expf(m_thread - m) / s;
+#pragma unroll
+    for (int p = 0; p < EPT; ++p)
+        v[p] *= scale;
+    store_slice<EPT, W>(out + offset, cols, 0, threadIdx.x, blockDim.x, v);
+}
+
+/* A block a row too long to hold: the online update over the row in slices of STREAM_EPT
+ * values a thread (each slice's pair merged into the running one), then a second read. */
+template <typename T, int W>
+static __global__ void __launch_bounds__(STREAM_THREADS)
+softmax_stream_kernel(const T *__restrict__ in, T *__restrict__ out, int cols)
+{
+    const T *x = in + (size_t)blockIdx.x * cols;
+    T *y = out + (size_t)blockIdx.x * cols;
+    const int step = STREAM_EPT * blockDim.x;
+    float m = -INFINITY, s = 0.0f;
+    for (int first = 0; first < cols; first += step) {
+        float v[STREAM_EPT], m_slice, s_slice;
+        load_slice<STREAM_EPT, W>(x, cols, first, threadIdx.x, blockDim.x, -INFINITY, v);
+        slice_max_sum(v, m_slice, s_slice);
+        merge(m, s, m_slice, s_slice);
+    }
+    block_merge(m, s);
+    const float inv_s = 1.0f / s;
+    for (int first = 0; first < cols; first += step) {
+        float v[STREAM_EPT];
+        load_slice<STREAM_EPT, W>(x, cols, first, threadIdx.x, blockDim.x, -INFINITY, v);
+#pragma unroll
+        for (int p = 0; p < STREAM_EPT; ++p)
+            v[p] = expf(v[p] - m) * inv_s;
+        store_slice<STREAM_EPT, W>(y, cols, first, threadIdx.x, blockDim.x, v);
+    }
+}
+
+/* ---- the launchers ------------------------------------------------------------------------ */
+
+/* a block of whole warps, enough for cols at ept values a thread */
+static int block_threads(int cols, int ept)
+{
+    return cdiv(cdiv(cols, ept), WARP) * WARP;
+}
+
+template <typename T, int W>
+static void softmax_rows(const T *d_in, T *d_out, int rows, int cols)
+{
+    const int warp_blocks = cdiv(rows, ROWS_PER_BLOCK), warp_threads = ROWS_PER_BLOCK * WARP;
+    if (cols <= 8 * WARP)
+        softmax_warp_kernel<T, 8, W><<<warp_blocks, warp_threads>>>(d_in, d_out, rows, cols);
+    else if (cols <= 16 * WARP)
+        softmax_warp_kernel<T, 16, W><<<warp_blocks, warp_threads>>>(d_in, d_out, rows, cols);
+    else if (cols <= WARP_ROW_MAX)
+        softmax_warp_kernel<T, 32, W><<<warp_blocks, warp_threads>>>(d_in, d_out, rows, cols);
+    else if (cols <= 8 * 1024)
+        softmax_block_kernel<T, 8, W><<<rows, block_threads(cols, 8)>>>(d_in, d_out, cols);
+    else if (cols <= HELD_ROW_MAX)
+        softmax_block_kernel<T, 32, W><<<rows, block_threads(cols, 32)>>>(d_in, d_out, cols);
+    else
+        softmax_stream_kernel<T, W><<<rows, STREAM_THREADS>>>(d_in, d_out, cols);
+}
+
+template <typename T>
+static void softmax(const T *d_in, T *d_out, int rows, int cols)
+{
+    constexpr int VEC = 16 / sizeof(T);
+    /* 16-byte accesses need every row to start on a 16-byte boundary */
+    const bool aligned = cols % VEC == 0 && (uintptr_t)d_in % 16 == 0 && (uintptr_t)d_out % 16 == 0;
+    if (aligned)
+        softmax_rows<T, VEC>(d_in, d_out, rows, cols);
+    else
+        softmax_rows<T, 1>(d_in, d_out, rows, cols);
+    CUDA_CHECK(cudaGetLastError());
+}
+
+void softmax_f32(const float *d_in, float *d_out, int rows, int cols, void *d_scratch)
+{
+    (void)d_scratch; /* one kernel, nothing to keep between launches */
+    softmax<float>(d_in, d_out, rows, cols);
+}
+
+void softmax_bf16(const mb_bf16 *d_in, mb_bf16 *d_out, int rows, int cols, void *d_scratch)
+{
+    (void)d_scratch;
+    softmax<__nv_bfloat16>(d_in, d_out, rows, cols);
+}

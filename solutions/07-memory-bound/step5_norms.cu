@@ -1,0 +1,470 @@
+/* step5_norms.cu: chapter 07, step 5 of 5, the reference: RMSNorm and LayerNorm reading each
+ * row once, the LayerNorm's variance from deviations about the mean.
+ *
+ * Baseline (norms_two_moment.cu, given): a block a row; one pass sums x and x^2, a second
+ *   reads the row again to write y. Its LayerNorm takes var = E[x^2] - E[x]^2, which cancels
+ *   where the mean is large against the spread: at mean 1e4 and variance 1e-2, E[x^2] ~ 1e8
+ *   has an fp32 spacing of 8 and the variance comes out as noise of that size, often
+ *   negative (NaN from rsqrtf).
+ * Here: the structure of step 4, and its three shapes, the launcher choosing from cols:
+ *     cols <= 1024          a warp a row, 8 rows a block, the row in registers
+ *     1024 < cols <= 32768  a block a row, the row in registers (up to 32 values a thread;
+ *                           16384 columns, 16 a thread, where rows are not 16-byte aligned)
+ *     cols > 32768          a block a row, streamed: statistics in a first pass, the outputs
+ *                           from a second read (3 passes of traffic instead of 2: at most
+ *                           ~67% of copy; step 4's header says how the best kernels avoid it)
+ *   16-byte accesses (x, y, w and b alike) where every row starts on a 16-byte boundary
+ *   (cols % 4 == 0 for f32, % 8 for bf16, aligned pointers), one element at a time otherwise.
+ *   RMSNorm needs sum x^2 only: each thread sums the squares it holds, a shuffle tree and
+ *   shared memory sum the threads'. LayerNorm carries, per thread, the moments of the values
+ *   it holds: their count n, their mean, and M2 = sum (x - mean)^2, taken in two passes over
+ *   its registers (the mean first, then the squared deviations from it: no cancellation).
+ *   The threads' moments are combined pairwise by Chan, Golub and LeVeque's update (the
+ *   parallel form of Welford's): with delta = mean_b - mean_a and n = n_a + n_b,
+ *     mean = mean_a + delta * n_b / n,   M2 = M2_a + M2_b + delta^2 * n_a * n_b / n,
+ *   a sum of non-negative terms, so the variance M2 / cols is never negative. The streamed
+ *   rows merge each slice's moments into a running set the same way (Welford's update, 16
+ *   values at a time).
+ *   One refinement the mean 1e4 rows need: the mean is kept as a pair, k + d, with k one of
+ *   the row's values (the first one a thread holds) and d the mean of x - k. An fp32 mean of
+ *   1e4 is a multiple of 2^-10 ~ 1e-3, a hundredth of a standard deviation of 0.1, and every
+ *   output y = (x - mean) / sigma would carry that rounding: errors ~ 5e-3 whatever the
+ *   variance's accuracy. x - k is exact there (Sterbenz: the two are within a factor 2), d is
+ *   small and carries full precision, and y = ((x - k) - d) * rstd loses nothing to the
+ *   mean's magnitude. The merge never forms mean_b - mean_a from the means themselves
+ *   either: delta = (k_b - k_a) + (d_b - d_a).
+ *   Weight and bias are applied in the store (w and b read at the same columns as x, 16 bytes
+ *   at a time where aligned): one read of the row, one write. rsqrtf (2 ulp) once a row; eps
+ *   inside the square root, as given. A NaN in a row makes its sum or its moments NaN, and so
+ *   every output of the row.
+ * Expect on an H200 (copy ~4 TB/s): close to copy for rows of 256 to 32768 columns (the goal
+ *   is 90%; PyTorch measured 60% of copy for RMSNorm, 56% for LayerNorm), ~1.5x the two-moment
+ *   baseline (3 passes to 2) and right where it is wrong; ~60-67% of copy beyond 32768. */
+#include <math.h>
+#include <stdint.h>
+
+#include "cuda_check.h"
+#include "membound.h"
+
+#define WARP 32
+#define FULL_MASK 0xffffffffu
+#define ROWS_PER_BLOCK 8      /* the warp-a-row kernel: 8 warps, 8 rows a block */
+#define WARP_ROW_MAX 1024     /* up to this many columns a warp holds a row: 32 values a lane */
+#define HELD_ROW_MAX 32768    /* up to this many a block holds it: 32 values a thread, 1024 threads
+                                 (16384 where a row is read an element at a time: norm_rows) */
+#define STREAM_THREADS 1024   /* the streaming kernel, for longer rows */
+#define STREAM_EPT 16         /* values a thread loads at a time there */
+
+/* ---- one access: W consecutive elements widened to fp32 (W = 16 bytes, or 1) -------------- */
+
+template <int W>
+static __device__ __forceinline__ void load_w(const float *p, float *v)
+{
+    if constexpr (W == 4) {
+        const float4 q = *reinterpret_cast<const float4 *>(p); /* one 16-byte load */
+        v[0] = q.x; v[1] = q.y; v[2] = q.z; v[3] = q.w;
+    } else {
+        static_assert(W == 1, "an f32 access is 16 bytes or one element");
+        v[0] = *p;
+    }
+}
+
+template <int W>
+static __device__ __forceinline__ void store_w(float *p, const float *v)
+{
+    if constexpr (W == 4) {
+        *reinterpret_cast<float4 *>(p) = make_float4(v[0], v[1], v[2], v[3]);
+    } else {
+        static_assert(W == 1, "an f32 access is 16 bytes or one element");
+        *p = v[0];
+    }
+}
+
+/* bf16 -> fp32 is exact: a bf16's bits are the top 16 bits of the float it stands for */
+static __device__ __forceinline__ float bf16_lo(unsigned w) { return __uint_as_float(w << 16); }
+static __device__ __forceinline__ float bf16_hi(unsigned w) { return __uint_as_float(w & 0xffff0000u); }
+/* two floats rounded to nearest-even bf16, packed as they lie in memory (the first low) */
+static __device__ __forceinline__ unsigned bf16x2_rn(float lo, float hi)
+{
+    return (unsigned)__bfloat16_as_ushort(__float2bfloat16_rn(lo)) |
+           (unsigned)__bfloat16_as_ushort(__float2bfloat16_rn(hi)) << 16;
+}
+
+template <int W>
+static __device__ __forceinline__ void load_w(const __nv_bfloat16 *p, float *v)
+{
+    if constexpr (W == 8) {
+        const uint4 q = *reinterpret_cast<const uint4 *>(p); /* one 16-byte load: 8 values */
+        v[0] = bf16_lo(q.x); v[1] = bf16_hi(q.x); v[2] = bf16_lo(q.y); v[3] = bf16_hi(q.y);
+        v[4] = bf16_lo(q.z); v[5] = bf16_hi(q.z); v[6] = bf16_lo(q.w); v[7] = bf16_hi(q.w);
+    } else {
+        static_assert(W == 1, "a bf16 access is 16 bytes or one element");
+        v[0] = __bfloat162float(*p);
+    }
+}
+
+template <int W>
+static __device__ __forceinline__ void store_w(__nv_bfloat16 *p, const float *v)
+{
+    if constexpr (W == 8) {
+        *reinterpret_cast<uint4 *>(p) = make_uint4(bf16x2_rn(v[0], v[1]), bf16x2_rn(v[2], v[3]),
+                                                   bf16x2_rn(v[4], v[5]), bf16x2_rn(v[6], v[7]));
+    } else {
+        static_assert(W == 1, "a bf16 access is 16 bytes or one element");
+        *p = __float2bfloat16_rn(v[0]);
+    }
+}
+
+/* ---- a thread's slice of a row (as in step 4) ----------------------------------------------
+ * Thread `tid` of `nthreads` holds EPT columns of [first, first + EPT * nthreads), as EPT / W
+ * accesses of W elements: access k at column first + (tid + k * nthreads) * W, each access of
+ * a warp one coalesced run. With W > 1, cols % W == 0, so an access is wholly inside the row
+ * or wholly past it. Columns past the end read as 0. The accesses inside come first: the
+ * return value counts them, and v[0 .. W * accesses) are the thread's values. */
+template <int EPT, int W, typename T>
+static __device__ __forceinline__ int load_slice(const T *__restrict__ row, int cols, int first,
+                                                 int tid, int nthreads, float (&v)[EPT])
+{
+    static_assert(EPT % W == 0, "a slice is whole accesses");
+    int accesses = 0;
+#pragma unroll
+    for (int k = 0; k < EPT / W; ++k) {
+        const int col = first + (tid + k * nthreads) * W;
+        if (col < cols) {
+            load_w<W>(row + col, &v[k * W]);
+            ++accesses;
+        } else {
+#pragma unroll
+            for (int j = 0; j < W; ++j)
+                v[k * W + j] = 0.0f;
+        }
+    }
+    return accesses;
+}
+
+/* y at the slice's columns: LAYER ? ((x - k) - d) * rstd * w + b : x * rstd * w, with w and b
+ * read at the same columns, in the same accesses as x. */
+template <bool LAYER, int EPT, int W, typename T>
+static __device__ __forceinline__ void store_norm_slice(T *__restrict__ row, const T *__restrict__ w,
+                                                        const T *__restrict__ b, int cols, int first,
+                                                        int tid, int nthreads, const float (&v)[EPT],
+                                                        float k, float d, float rstd)
+{
+#pragma unroll
+    for (int a = 0; a < EPT / W; ++a) {
+        const int col = first + (tid + a * nthreads) * W;
+        if (col < cols) {
+            float wv[W], y[W];
+            load_w<W>(w + col, wv);
+            if constexpr (LAYER) {
+                float bv[W];
+                load_w<W>(b + col, bv);
+#pragma unroll
+                for (int j = 0; j < W; ++j)
+                    y[j] = ((v[a * W + j] - k) - d) * rstd * wv[j] + bv[j];
+            } else {
+#pragma unroll
+                for (int j = 0; j < W; ++j)
+                    y[j] = v[a * W + j] * rstd * wv[j];
+            }
+            store_w<W>(row + col, y);
+        }
+    }
+}
+
+/* ---- RMSNorm's statistic: a sum ------------------------------------------------------------ */
+
+static __device__ __forceinline__ float warp_sum(float s)
+{
+#pragma unroll
+    for (int offset = WARP / 2; offset > 0; offset /= 2)
+        s += __shfl_xor_sync(FULL_MASK, s, offset);
+    return s;
+}
+
+/* The block's sum in every thread (blockDim.x a multiple of 32): each warp leaves its sum in
+ * shared memory, and after the barrier every warp adds all of them itself (no second barrier
+ * for a broadcast). Once a block: a second call would overwrite s_part while slower warps
+ * may still read it. */
+static __device__ __forceinline__ float block_sum(float s)
+{
+    __shared__ float s_part[WARP];
+    const int lane = threadIdx.x % WARP;
+    s = warp_sum(s);
+    if (lane == 0)
+        s_part[threadIdx.x / WARP] = s;
+    __syncthreads(); /* every warp's sum is written before any warp reads them */
+    return warp_sum(lane < (int)(blockDim.x / WARP) ? s_part[lane] : 0.0f);
+}
+
+/* ---- LayerNorm's statistics: the moments of a set of values --------------------------------
+ * n values, their mean k + d (k one of them, d the mean of x - k), m2 = sum (x - mean)^2.
+ * The empty set is all zeros. */
+struct moments {
+    float n, k, d, m2;
+};
+
+/* The moments of a thread's values, the first `accesses` accesses of its slice: two passes
+ * over its registers. (The test is on whole accesses: EPT / W predicates, not EPT.) */
+template <int EPT, int W>
+static __device__ __forceinline__ moments slice_moments(const float (&v)[EPT], int accesses)
+{
+    moments r = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (accesses == 0)
+        return r;
+    r.n = (float)(accesses * W);
+    r.k = v[0];
+    float sum = 0.0f;
+#pragma unroll
+    for (int a = 0; a < EPT / W; ++a)
+        if (a < accesses) {
+#pragma unroll
+            for (int j = 0; j < W; ++j)
+                sum += v[a * W + j] - r.k;
+        }
+    r.d = __fdividef(sum, r.n); /* 2 ulp, as in merge */
+#pragma unroll
+    for (int a = 0; a < EPT / W; ++a)
+        if (a < accesses) {
+#pragma unroll
+            for (int j = 0; j < W; ++j) {
+                const float e = (v[a * W + j] - r.k) - r.d; /* x - mean, the mean never rounded */
+                r.m2 += e * e;
+            }
+        }
+    return r;
+}
+
+/* The moments of the union of a and b (Chan et al.), a's shift kept (b's if a is empty).
+ * __fdividef (MUFU.RCP and a multiply, 2 ulp): n_b / n is a weight in (0, 1], and an IEEE
+ * division's slow-path call, 11 of them in a block's reduction, costs registers the held row
+ * needs. Not symmetric in the last bits: callers that need equal results on both sides of an
+ * exchange merge in one order. */
+static __device__ __forceinline__ moments merge(moments a, moments b)
+{
+    const float n = a.n + b.n;
+    const float wb = __fdividef(b.n, n);
+    const float delta = (b.k - a.k) + (b.d - a.d); /* mean_b - mean_a, neither mean formed */
+    /* an empty side changes nothing: a empty gives b (0 / 0 above is NaN), b empty gives a */
+    moments r;
+    r.n = n;
+    r.k = a.n == 0.0f ? b.k : a.k;
+    r.d = a.n == 0.0f ? b.d : b.n == 0.0f ? a.d : a.d + delta * wb;
+    r.m2 = a.n == 0.0f ? b.m2 : b.n == 0.0f ? a.m2 : a.m2 + b.m2 + delta * delta * a.n * wb;
+    return r;
+}
+
+/* Every lane ends with the warp's moments, the same bits in all 32: in each exchange both lanes
+ * merge (lower lane, upper lane) in that order. */
+static __device__ __forceinline__ moments warp_moments(moments m)
+{
+    const int lane = threadIdx.x % WARP;
+#pragma unroll
+    for (int offset = WARP / 2; offset > 0; offset /= 2) {
+        moments o;
+        o.n = __shfl_xor_sync(FULL_MASK, m.n, offset);
+        o.k = __shfl_xor_sync(FULL_MASK, m.k, offset);
+        o.d = __shfl_xor_sync(FULL_MASK, m.d, offset);
+        o.m2 = __shfl_xor_sync(FULL_MASK, m.m2, offset);
+        m = (lane & offset) ? merge(o, m) : merge(m, o);
+    }
+    return m;
+}
+
+/* The block's moments in every thread, as block_sum. Once a block. */
+static __device__ __forceinline__ moments block_moments(moments m)
+{
+    __shared__ moments s_part[WARP];
+    const int lane = threadIdx.x % WARP;
+    m = warp_moments(m);
+    if (lane == 0)
+        s_part[threadIdx.x / WARP] = m;
+    __syncthreads(); /* every warp's moments are written before any warp reads them */
+    moments partial = {0.0f, 0.0f, 0.0f, 0.0f}; /* lanes past the last warp: the empty set */
+    if (lane < (int)(blockDim.x / WARP))
+        partial = s_part[lane];
+    return warp_moments(partial);
+}
+
+/* ---- the kernels ---------------------------------------------------------------------------- */
+
+/* One row held in registers by nthreads threads: a warp (BLOCK_WIDE false) or the block. */
+template <typename T, int EPT, int W, bool LAYER, bool BLOCK_WIDE>
+static __device__ __forceinline__ void norm_held_row(const T *__restrict__ x, const T *__restrict__ w,
+                                                     const T *__restrict__ b, T *__restrict__ y,
+                                                     int cols, float eps, int tid, int nthreads)
+{
+    float v[EPT];
+    const int accesses = load_slice<EPT, W>(x, cols, 0, tid, nthreads, v);
+    if constexpr (LAYER) {
+        moments m = slice_moments<EPT, W>(v, accesses);
+        if constexpr (BLOCK_WIDE)
+            m = block_moments(m);
+        else
+            m = warp_moments(m);
+        const float rstd = rsqrtf(m.m2 / cols + eps);
+        store_norm_slice<true, EPT, W>(y, w, b, cols, 0, tid, nthreads, v, m.k, m.d, rstd);
+    } else {
+        float ss = 0.0f; /* the columns past the end hold 0 */
+#pragma unroll
+        for (int p = 0; p < EPT; ++p)
+            ss += v[p] * v[p];
+        if constexpr (BLOCK_WIDE)
+            ss = block_sum(ss);
+        else
+            ss = warp_sum(ss);
+        const float rstd = rsqrtf(ss / cols + eps);
+        store_norm_slice<false, EPT, W>(y, w, b, cols, 0, tid, nthreads, v, 0.0f, 0.0f, rstd);
+    }
+}
+
+/* A warp a row: EPT values a lane, cols <= 32 * EPT. LAYER: LayerNorm, else RMSNorm (b NULL). */
+template <typename T, int EPT, int W, bool LAYER>
+static __global__ void __launch_bounds__(ROWS_PER_BLOCK * WARP)
+norm_warp_kernel(const T *__restrict__ in, const T *__restrict__ w, const T *__restrict__ b,
+                 T *__restrict__ out, int rows, int cols, float eps)
+{
+    const int row = blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / WARP;
+    if (row >= rows)
+        return; /* whole warps leave: the shuffles always see 32 lanes */
+    const size_t offset = (size_t)row * cols;
+    norm_held_row<T, EPT, W, LAYER, false>(in + offset, w, b, out + offset, cols, eps,
+                                           threadIdx.x % WARP, WARP);
+}
+
+/* A block a row: EPT values a thread, cols <= blockDim.x * EPT. */
+template <typename T, int EPT, int W, bool LAYER>
+static __global__ void __launch_bounds__(1024)
+norm_block_kernel(const T *__restrict__ in, const T *__restrict__ w, const T *__restrict__ b,
+                  T *__restrict__ out, int cols, float eps)
+{
+    const size_t offset = (size_t)blockIdx.x * cols;
+    norm_held_row<T, EPT, W, LAYER, true>(in + offset, w, b, out + offset, cols, eps,
+                                          threadIdx.x, blockDim.x);
+}
+
+/* A block a row too long to hold: the statistics over slices of STREAM_EPT values a thread,
+ * then a second read for the outputs. */
+template <typename T, int W, bool LAYER>
+static __global__ void __launch_bounds__(STREAM_THREADS)
+norm_stream_kernel(const T *__restrict__ in, const T *__restrict__ w, const T *__restrict__ b,
+                   T *__restrict__ out, int cols, float eps)
+{
+    const T *x = in + (size_t)blockIdx.x * cols;
+    T *y = out + (size_t)blockIdx.x * cols;
+    const int step = STREAM_EPT * blockDim.x;
+    float k = 0.0f, d = 0.0f, rstd;
+    if constexpr (LAYER) {
+        moments m = {0.0f, 0.0f, 0.0f, 0.0f};
+        for (int first = 0; first < cols; first += step) {
+            float v[STREAM_EPT];
+            const int accesses = load_slice<STREAM_EPT, W>(x, cols, first, threadIdx.x,
+                                                           blockDim.x, v);
+            m = merge(m, slice_moments<STREAM_EPT, W>(v, accesses)); /* Welford's update, a slice at a time */
+        }
+        m = block_moments(m);
+        k = m.k;
+        d = m.d;
+        rstd = rsqrtf(m.m2 / cols + eps);
+    } else {
+        float ss = 0.0f;
+        for (int first = 0; first < cols; first += step) {
+            float v[STREAM_EPT];
+            load_slice<STREAM_EPT, W>(x, cols, first, threadIdx.x, blockDim.x, v);
+#pragma unroll
+            for (int p = 0; p < STREAM_EPT; ++p)
+                ss += v[p] * v[p];
+        }
+        rstd = rsqrtf(block_sum(ss) / cols + eps);
+    }
+    for (int first = 0; first < cols; first += step) {
+        float v[STREAM_EPT];
+        load_slice<STREAM_EPT, W>(x, cols, first, threadIdx.x, blockDim.x, v);
+        store_norm_slice<LAYER, STREAM_EPT, W>(y, w, b, cols, first, threadIdx.x, blockDim.x, v,
+                                               k, d, rstd);
+    }
+}
+
+/* ---- the launchers -------------------------------------------------------------------------- */
+
+/* a block of whole warps, enough for cols at ept values a thread */
+static int block_threads(int cols, int ept)
+{
+    return cdiv(cdiv(cols, ept), WARP) * WARP;
+}
+
+template <typename T, int W, bool LAYER>
+static void norm_rows(const T *d_x, const T *d_w, const T *d_b, T *d_y, int rows, int cols,
+                      float eps)
+{
+    /* A block holds 32 values a thread, 1024 threads: 64 registers a thread, of which the row
+     * takes 32; one element at a time (W = 1), the bounds test of every element takes the
+     * rest, so those rows hold 16 a thread (16384 columns) and longer ones are streamed. */
+    constexpr int HELD_EPT = W == 1 ? 16 : HELD_ROW_MAX / 1024;
+    const int warp_blocks = cdiv(rows, ROWS_PER_BLOCK), warp_threads = ROWS_PER_BLOCK * WARP;
+    if (cols <= 8 * WARP)
+        norm_warp_kernel<T, 8, W, LAYER><<<warp_blocks, warp_threads>>>(d_x, d_w, d_b, d_y, rows,
+                                                                         cols, eps);
+    else if (cols <= 16 * WARP)
+        norm_warp_kernel<T, 16, W, LAYER><<<warp_blocks, warp_threads>>>(d_x, d_w, d_b, d_y, rows,
+                                                                          cols, eps);
+    else if (cols <= WARP_ROW_MAX)
+        norm_warp_kernel<T, 32, W, LAYER><<<warp_blocks, warp_threads>>>(d_x, d_w, d_b, d_y, rows,
+                                                                          cols, eps);
+    else if (cols <= 8 * 1024)
+        norm_block_kernel<T, 8, W, LAYER><<<rows, block_threads(cols, 8)>>>(d_x, d_w, d_b, d_y,
+                                                                             cols, eps);
+    else if (cols <= HELD_EPT * 1024)
+        norm_block_kernel<T, HELD_EPT, W, LAYER><<<rows, block_threads(cols, HELD_EPT)>>>(
+            d_x, d_w, d_b, d_y, cols, eps);
+    else
+        norm_stream_kernel<T, W, LAYER><<<rows, STREAM_THREADS>>>(d_x, d_w, d_b, d_y, cols, eps);
+}
+
+static bool aligned16(const void *p)
+{
+    return (uintptr_t)p % 16 == 0;
+}
+
+/* d_b is NULL for RMSNorm */
+template <typename T, bool LAYER>
+static void norm(const T *d_x, const T *d_w, const T *d_b, T *d_y, int rows, int cols, float eps)
+{
+    constexpr int VEC = 16 / sizeof(T);
+    /* 16-byte accesses need every row, and w and b, to start on a 16-byte boundary */
+    const bool aligned = cols % VEC == 0 && aligned16(d_x) && aligned16(d_w) && aligned16(d_y) &&
+                         (!LAYER || aligned16(d_b));
+    if (aligned)
+        norm_rows<T, VEC, LAYER>(d_x, d_w, d_b, d_y, rows, cols, eps);
+    else
+        norm_rows<T, 1, LAYER>(d_x, d_w, d_b, d_y, rows, cols, eps);
+    CUDA_CHECK(cudaGetLastError());
+}
+
+void rmsnorm_f32(const float *d_x, const float *d_w, float *d_y, int rows, int cols, float eps,
+                 void *d_scratch)
+{
+    (void)d_scratch; /* one kernel, nothing kept between launches */
+    norm<float, false>(d_x, d_w, NULL, d_y, rows, cols, eps);
+}
+
+void rmsnorm_bf16(const mb_bf16 *d_x, const mb_bf16 *d_w, mb_bf16 *d_y, int rows, int cols,
+                  float eps, void *d_scratch)
+{
+    (void)d_scratch;
+    norm<__nv_bfloat16, false>(d_x, d_w, NULL, d_y, rows, cols, eps);
+}
+
+void layernorm_f32(const float *d_x, const float *d_w, const float *d_b, float *d_y, int rows,
+                   int cols, float eps, void *d_scratch)
+{
+    (void)d_scratch;
+    norm<float, true>(d_x, d_w, d_b, d_y, rows, cols, eps);
+}
+
+void layernorm_bf16(const mb_bf16 *d_x, const mb_bf16 *d_w, const mb_bf16 *d_b, mb_bf16 *d_y,
+                    int rows, int cols, float eps, void *d_scratch)
+{
+    (void)d_scratch;
+    norm<__nv_bfloat16, true>(d_x, d_w, d_b, d_y, rows, cols, eps);
+}
