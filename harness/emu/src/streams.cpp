@@ -29,6 +29,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -104,6 +105,8 @@ struct Entry {
 std::recursive_mutex g_mutex;
 std::deque<Stream> g_streams(1);       /* by index, stable references; 0 is the legacy stream,
                                           whose queue stays empty */
+std::set<size_t> g_queued;             /* the streams whose queue is not empty: a program may
+                                          create thousands of streams, each pick looks at these */
 int g_live_streams, g_live_events, g_events_made;
 uint64_t g_issued, g_ran;
 std::vector<Entry> g_schedule;
@@ -177,7 +180,7 @@ Need nothing_needed()
 
 void need_blocking(Need &n)
 {
-    for (size_t i = 1; i < g_streams.size(); ++i)
+    for (size_t i : g_queued) /* the others have nothing to run */
         if (g_streams[i].blocking)
             n[i] = ALL;
 }
@@ -194,7 +197,7 @@ void close_over_waits(Need &n)
 {
     for (bool grew = true; grew;) {
         grew = false;
-        for (size_t i = 0; i < g_streams.size(); ++i)
+        for (size_t i : g_queued)
             for (const Op &op : g_streams[i].queue) {
                 if (op.issue >= n[i])
                     break;
@@ -208,8 +211,8 @@ void close_over_waits(Need &n)
 
 bool anything_pending(const Need &n)
 {
-    for (size_t i = 0; i < g_streams.size(); ++i)
-        if (!g_streams[i].queue.empty() && g_streams[i].queue.front().issue < n[i])
+    for (size_t i : g_queued)
+        if (g_streams[i].queue.front().issue < n[i])
             return true;
     return false;
 }
@@ -255,9 +258,9 @@ void drain(Need n)
     for (;;) {
         ready.clear();
         bool left = false;
-        for (size_t i = 0; i < g_streams.size(); ++i) {
+        for (size_t i : g_queued) {
             const std::deque<Op> &q = g_streams[i].queue;
-            if (q.empty() || q.front().issue >= n[i])
+            if (q.front().issue >= n[i])
                 continue;
             left = true;
             if (!q.front().waits || q.front().waits->done)
@@ -282,6 +285,8 @@ void drain(Need n)
         }
         Op op = std::move(g_streams[pick].queue.front());
         g_streams[pick].queue.pop_front();
+        if (g_streams[pick].queue.empty())
+            g_queued.erase(pick);
         execute(op, false);
     }
 }
@@ -298,6 +303,7 @@ void issue(cudaStream_t s, Op op, bool host_waits)
         op.completes->issue = op.issue;
     }
     if (op.stream != 0 && !host_waits) {
+        g_queued.insert((size_t)op.stream);
         g_streams[(size_t)op.stream].queue.push_back(std::move(op));
         return;
     }
