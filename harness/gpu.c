@@ -11,6 +11,9 @@
 
 #include "cuda_check.h"
 #include "harness.h"
+#ifdef HARNESS_EMU
+#include <emu_streams.h>
+#endif
 
 #define GUARD_BYTE 0xA5
 #define MAX_BUFFERS 64
@@ -50,6 +53,8 @@ int gpu_shuffle_schedule(unsigned long long seed)
         perror("setenv");
         exit(EXIT_FAILURE);
     }
+    /* and the order of the work of different streams: a missing event dependency shows */
+    emu_shuffle_streams(seed);
     return 1;
 #else
     (void)seed;

@@ -42,7 +42,9 @@ int gpu_probe(struct device_info *info, char *why, size_t why_len);
 
 /* On the CPU backend, make the launches that follow resume the threads of a block in a
  * shuffled order at every barrier (EMU_SCHEDULE=shuffle:SEED), which turns a missing
- * __syncthreads into a wrong answer. Returns 1 there; on a GPU, whose schedule nobody picks,
+ * __syncthreads into a wrong answer, and run the work of different streams in a shuffled order
+ * that respects only stream order and events (emu_shuffle_streams), which turns a missing
+ * cudaStreamWaitEvent into one. Returns 1 there; on a GPU, whose schedule nobody picks,
  * it does nothing and returns 0. */
 int gpu_shuffle_schedule(unsigned long long seed);
 

@@ -7,7 +7,8 @@
 #   EMU_LDLIBS     what a program linking EMU_LIB needs after it
 #   build/emu/%.o: %.cu   any CUDA source, rewritten (cu2emu.awk) and compiled by g++;
 #                  $(CU_INC) (-Iharness -I<chapter dir>) is used as the Makefile sets it
-#   emu-test       builds and runs the emulator's own Check suite (tests/emu.c)
+#   emu-test       builds and runs the emulator's own Check suites (tests/emu.c, and the
+#                  stream scheduler's, tests/emu_streams.c)
 # Everything it generates is under build/emu/. harness/emu/README.md describes the backend.
 
 CUDA_HOME ?= /usr/local/cuda
@@ -75,9 +76,21 @@ $(EMU_TEST_BIN): $(EMU_BUILD)/tests/emu.o $(EMU_BUILD)/tests/emu_kernels.o $(EMU
 	$(CC) -o $@ $(EMU_BUILD)/tests/emu.o $(EMU_BUILD)/tests/emu_kernels.o $(EMU_LIB) \
 	    -Wl,-Bstatic -lcheck -lsubunit -Wl,-Bdynamic -lm -lrt -lpthread $(EMU_LDLIBS)
 
+# The stream scheduler's tests (README.md, "Streams"), over kernels of their own.
+EMU_STREAMS_TEST_BIN := $(EMU_BUILD)/tests/emu_streams
+
+$(EMU_BUILD)/tests/emu_streams.o: tests/emu_streams.c tests/capture.h tests/emu_streams_kernels.h $(EMU_HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O2 -g -Wall -Wextra -Werror $(EMU_CPPFLAGS) $(EMU_CHECK_CFLAGS) -c $< -o $@
+
+$(EMU_STREAMS_TEST_BIN): $(EMU_BUILD)/tests/emu_streams.o $(EMU_BUILD)/tests/emu_streams_kernels.o $(EMU_LIB)
+	$(CC) -o $@ $(EMU_BUILD)/tests/emu_streams.o $(EMU_BUILD)/tests/emu_streams_kernels.o $(EMU_LIB) \
+	    -Wl,-Bstatic -lcheck -lsubunit -Wl,-Bdynamic -lm -lrt -lpthread $(EMU_LDLIBS)
+
 .PHONY: emu-test
-emu-test: $(EMU_TEST_BIN)
+emu-test: $(EMU_TEST_BIN) $(EMU_STREAMS_TEST_BIN)
 	$(EMU_TEST_BIN)
+	$(EMU_STREAMS_TEST_BIN)
 
 # ---- the instrumented build (README.md, "Profiling"): everything under build/emu-prof/ -----
 # Kernel files compiled with GCC's ThreadSanitizer hooks on every load and store and

@@ -50,6 +50,9 @@ cudaError_t cudaFree(void *dev_ptr);
 cudaError_t cudaMallocHost(void **ptr, size_t size);
 cudaError_t cudaHostAlloc(void **ptr, size_t size, unsigned int flags);
 cudaError_t cudaFreeHost(void *ptr);
+/* Pins (page-locks) host memory for the copies: what a copy on a stream needs to be asynchronous. */
+cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags);
+cudaError_t cudaHostUnregister(void *ptr);
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind);
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
                             cudaStream_t stream EMU_DV(0));
@@ -67,13 +70,21 @@ cudaError_t cudaGetSymbolAddress(void **dev_ptr, const void *symbol);
  * the symbol calls below register the variable they are given. */
 void emu_register_symbol(const void *symbol, size_t size);
 
-/* Streams and events. Work is done when it is issued, so every stream is in order and
- * complete; event times are host time (CLOCK_MONOTONIC), never a GPU timing. */
+/* Streams and events. Work on the legacy default stream (0) is done when it is issued, after
+ * what the blocking streams have queued; work on a created stream waits in its queue until a
+ * synchronising call, and then runs in an order that respects only stream order, events and
+ * the legacy stream (harness/emu/README.md, "Streams"; emu_streams.h for the schedule it ran).
+ * Event times are host time (CLOCK_MONOTONIC), never a GPU timing. */
+typedef void (CUDART_CB *cudaStreamCallback_t)(cudaStream_t stream, cudaError_t status, void *userData);
 cudaError_t cudaStreamCreate(cudaStream_t *stream);
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned int flags);
 cudaError_t cudaStreamDestroy(cudaStream_t stream);
 cudaError_t cudaStreamSynchronize(cudaStream_t stream);
 cudaError_t cudaStreamQuery(cudaStream_t stream);
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags EMU_DV(0));
+cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userData);
+cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback, void *userData,
+                                  unsigned int flags);
 cudaError_t cudaEventCreate(cudaEvent_t *event);
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags);
 cudaError_t cudaEventDestroy(cudaEvent_t event);

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,6 +30,7 @@ cudaError_t record(cudaError_t e);   /* remembers e for cudaGetLastError; return
 cudaError_t api_check();             /* the sticky error, recorded, or cudaSuccess */
 cudaError_t sync_check();            /* a synchronising call: surfaces a pending kernel fault */
 bool device_failed();                /* a kernel fault is pending or sticky: run no more kernels */
+cudaError_t device_error();          /* that fault (sticky first), or cudaSuccess */
 void kernel_failed(cudaError_t e);   /* a kernel stopped: e surfaces at the next synchronisation */
 int max_dynamic_shared(const void *kernel);
 
@@ -40,6 +42,36 @@ Where classify(const void *p, size_t n);
 std::string check_padding();
 /* Where an address lies relative to the allocations: "8 bytes past the end of ...". */
 std::string describe_address(uintptr_t addr);
+
+/* memory (memory.cpp): host memory from cudaMallocHost/cudaHostAlloc or cudaHostRegister'ed
+ * holds all of [p, p + n) */
+bool is_pinned(const void *p, size_t n);
+
+/* kernel launches (sched.cpp): check_launch records a bad configuration (cudaGetLastError)
+ * and says whether the launch may go on; run_kernel runs it now, unless a fault is pending */
+bool check_launch(const void *kernel, const Cfg &c);
+void run_kernel(const void *kernel, const Cfg &c, void (*body)(void *), void *pack);
+
+/* streams (streams.cpp, README.md "Streams"). Every operation on device memory goes through
+ * submit, which runs it at once on the legacy default stream (after the work the blocking
+ * streams have queued) and queues it on any other stream; queued work runs at the
+ * synchronising calls, in an order that respects only what the program declared. */
+enum class OpKind : uint8_t { KERNEL, MEMCPY, MEMSET, EVENT_RECORD, EVENT_WAIT, HOST_FUNC };
+struct OpDesc {
+    OpKind kind;
+    const void *kernel;    /* KERNEL: its address (its name in the schedule) */
+    cudaMemcpyKind copy;   /* MEMCPY: the direction, cudaMemcpyDefault resolved */
+    size_t bytes;          /* MEMCPY, MEMSET */
+    bool pageable;         /* MEMCPY: the host side is pageable */
+};
+bool valid_stream(cudaStream_t s);   /* 0, the two default streams, or a live stream */
+bool is_legacy(cudaStream_t s);      /* 0, cudaStreamLegacy, cudaStreamPerThread */
+/* Issues `work` to `stream`. host_waits: run it now, after what the stream has queued and what
+ * that depends on (a copy to pageable memory). The caller has checked the arguments; work is
+ * not called while a kernel fault is pending (the op is recorded as skipped). */
+void submit(cudaStream_t stream, const OpDesc &d, std::function<void()> work, bool host_waits = false);
+void drain_all();      /* everything queued: cudaDeviceSynchronize, cudaFree */
+void drain_legacy();   /* what a legacy-stream operation waits for: the blocking streams' work */
 
 /* the running CUDA thread's linear index in its block (sched.cpp) */
 unsigned current_thread();

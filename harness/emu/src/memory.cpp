@@ -26,9 +26,11 @@
 #include <deque>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <sys/mman.h>
 #include <unistd.h>
+#include <vector>
 
 namespace emu {
 namespace {
@@ -53,6 +55,25 @@ std::map<uintptr_t, Allocation> g_live;  /* by base */
 std::deque<Allocation> g_freed;          /* quarantine, oldest first */
 std::map<uintptr_t, size_t> g_symbols;   /* __device__ variables seen through the symbol API */
 size_t g_in_use;
+
+/* Pinned host memory: what cudaMallocHost/cudaHostAlloc returned (ours to free) and what
+ * cudaHostRegister was given, by base. Only the copies care: one whose host side is not in
+ * here is a pageable-memory copy (README.md, "Streams"). */
+struct Pinned {
+    size_t size;
+    bool allocated;
+};
+std::map<uintptr_t, Pinned> g_pinned;
+
+/* The pinned range that overlaps [a, a + n), if any. */
+std::map<uintptr_t, Pinned>::const_iterator pinned_overlap(uintptr_t a, size_t n)
+{
+    auto it = g_pinned.upper_bound(a + (n ? n - 1 : 0));
+    if (it == g_pinned.begin())
+        return g_pinned.end();
+    --it;
+    return a < it->first + it->second.size ? it : g_pinned.end();
+}
 
 size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
@@ -158,6 +179,14 @@ std::string format(const char *fmt, ...)
 
 } /* namespace */
 
+bool is_pinned(const void *p, size_t n)
+{
+    uintptr_t a = (uintptr_t)p;
+    std::lock_guard<std::mutex> lock(g_mutex);
+    auto it = pinned_overlap(a, n);
+    return it != g_pinned.end() && a >= it->first && n <= it->second.size - (a - it->first);
+}
+
 Where classify(const void *p, size_t n)
 {
     uintptr_t a = (uintptr_t)p;
@@ -223,6 +252,21 @@ std::string describe_address(uintptr_t addr)
 
 using namespace emu;
 
+/* The direction of a valid copy, cudaMemcpyDefault resolved by where the pointers lie. */
+static cudaMemcpyKind direction(const void *dst, const void *src, size_t count, cudaMemcpyKind kind)
+{
+    if (kind != cudaMemcpyDefault)
+        return kind;
+    bool d = classify(dst, count) == Where::DEVICE, s = classify(src, count) == Where::DEVICE;
+    return d ? (s ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
+             : (s ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
+}
+
+static OpDesc copy_desc(cudaMemcpyKind dir, size_t count, bool pageable)
+{
+    return OpDesc{OpKind::MEMCPY, nullptr, dir, count, pageable};
+}
+
 static cudaError_t check_copy(void *dst, const void *src, size_t count, cudaMemcpyKind kind)
 {
     if (count == 0)
@@ -258,6 +302,7 @@ cudaError_t cudaMallocManaged(void **dev_ptr, size_t size, unsigned int flags)
 
 cudaError_t cudaFree(void *dev_ptr)
 {
+    drain_all(); /* cudaFree synchronises the device: no queued work may touch freed memory */
     return release(dev_ptr);
 }
 
@@ -268,7 +313,13 @@ cudaError_t cudaMallocHost(void **ptr, size_t size)
     if (cudaError_t e = api_check())
         return e;
     *ptr = size ? std::aligned_alloc(256, round_up(size, 256)) : nullptr;
-    return size && !*ptr ? record(cudaErrorMemoryAllocation) : cudaSuccess;
+    if (size && !*ptr)
+        return record(cudaErrorMemoryAllocation);
+    if (*ptr) {
+        std::lock_guard<std::mutex> lock(g_mutex);
+        g_pinned[(uintptr_t)*ptr] = Pinned{size, true};
+    }
+    return cudaSuccess;
 }
 
 cudaError_t cudaHostAlloc(void **ptr, size_t size, unsigned int flags)
@@ -279,8 +330,43 @@ cudaError_t cudaHostAlloc(void **ptr, size_t size, unsigned int flags)
 
 cudaError_t cudaFreeHost(void *ptr)
 {
-    std::free(ptr);
+    drain_all(); /* it synchronises the device, as cudaFree does */
+    if (ptr) {
+        std::lock_guard<std::mutex> lock(g_mutex);
+        auto it = g_pinned.find((uintptr_t)ptr);
+        if (it == g_pinned.end() || !it->second.allocated)
+            return record(cudaErrorInvalidValue); /* not from cudaMallocHost/cudaHostAlloc */
+        g_pinned.erase(it);
+        std::free(ptr);
+    }
     return sync_check();
+}
+
+cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags)
+{
+    (void)flags;
+    if (!ptr || size == 0)
+        return record(cudaErrorInvalidValue);
+    if (cudaError_t e = api_check())
+        return e;
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (pinned_overlap((uintptr_t)ptr, size) != g_pinned.end())
+        return record(cudaErrorHostMemoryAlreadyRegistered);
+    g_pinned[(uintptr_t)ptr] = Pinned{size, false};
+    return cudaSuccess;
+}
+
+cudaError_t cudaHostUnregister(void *ptr)
+{
+    drain_all(); /* queued copies may still read or write it */
+    {
+        std::lock_guard<std::mutex> lock(g_mutex);
+        auto it = g_pinned.find((uintptr_t)ptr);
+        if (!ptr || it == g_pinned.end() || it->second.allocated)
+            return record(cudaErrorHostMemoryNotRegistered);
+        g_pinned.erase(it);
+    }
+    return api_check();
 }
 
 cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes)
@@ -298,33 +384,64 @@ cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes)
 
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, cudaMemcpyKind kind)
 {
-    if (cudaError_t e = sync_check()) /* a blocking copy waits for the kernels before it */
+    drain_legacy(); /* a blocking copy, on the legacy stream: it waits for the work before it */
+    if (cudaError_t e = sync_check())
         return e;
     if (cudaError_t e = check_copy(dst, src, count, kind))
         return record(e);
-    if (count)
-        std::memmove(dst, src, count);
+    if (count) {
+        cudaMemcpyKind dir = direction(dst, src, count, kind);
+        submit(0, copy_desc(dir, count, false), [=] { std::memmove(dst, src, count); });
+    }
     return cudaSuccess;
 }
 
+/* On a stream of the program's own the copy is queued and reads its source when it runs, as a
+ * DMA engine does: a pinned buffer the host rewrites before then gives the copy the new data.
+ * Pageable host memory is what CUDA cannot copy asynchronously: to it, the host waits for the
+ * stream and the copy (a synchronising call, which reports a pending fault); from it, the data
+ * is staged when the copy is issued, and lands in stream order. */
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, cudaMemcpyKind kind,
                             cudaStream_t stream)
 {
-    (void)stream;
     if (cudaError_t e = api_check())
         return e;
+    if (!valid_stream(stream))
+        return record(cudaErrorInvalidResourceHandle);
     if (device_failed())
         return cudaSuccess; /* the stream is dead; the fault surfaces at the next sync */
     if (cudaError_t e = check_copy(dst, src, count, kind))
         return record(e);
-    if (count)
-        std::memmove(dst, src, count);
+    if (count == 0)
+        return cudaSuccess;
+    const cudaMemcpyKind dir = direction(dst, src, count, kind);
+    const bool to_host = dir == cudaMemcpyDeviceToHost || dir == cudaMemcpyHostToHost;
+    const bool from_host = dir == cudaMemcpyHostToDevice || dir == cudaMemcpyHostToHost;
+    const bool pageable = (to_host && !is_pinned(dst, count)) || (from_host && !is_pinned(src, count));
+    if (is_legacy(stream)) {
+        submit(stream, copy_desc(dir, count, pageable), [=] { std::memmove(dst, src, count); });
+        return pageable && to_host ? sync_check() : cudaSuccess;
+    }
+    if (to_host && (pageable || dir == cudaMemcpyHostToHost)) {
+        /* the host waits: a copy to pageable memory, or between two host buffers */
+        submit(stream, copy_desc(dir, count, pageable), [=] { std::memmove(dst, src, count); }, true);
+        return sync_check();
+    }
+    if (pageable) {
+        auto staged = std::make_shared<std::vector<unsigned char>>((const unsigned char *)src,
+                                                                   (const unsigned char *)src + count);
+        submit(stream, copy_desc(dir, count, true),
+               [=] { std::memcpy(dst, staged->data(), count); });
+        return cudaSuccess;
+    }
+    submit(stream, copy_desc(dir, count, false), [=] { std::memmove(dst, src, count); });
     return cudaSuccess;
 }
 
 cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
                          size_t height, cudaMemcpyKind kind)
 {
+    drain_legacy();
     if (cudaError_t e = sync_check())
         return e;
     if (width > dpitch || width > spitch)
@@ -339,8 +456,11 @@ cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitc
               (kind != cudaMemcpyDeviceToDevice || (d == Where::DEVICE && s == Where::DEVICE));
     if (!ok)
         return record(cudaErrorInvalidValue);
-    for (size_t r = 0; r < height; ++r)
-        std::memmove((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
+    cudaMemcpyKind dir = direction(dst, src, 1, kind);
+    submit(0, copy_desc(dir, width * height, false), [=] {
+        for (size_t r = 0; r < height; ++r)
+            std::memmove((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
+    });
     return cudaSuccess;
 }
 
@@ -351,15 +471,16 @@ cudaError_t cudaMemset(void *dev_ptr, int value, size_t count)
 
 cudaError_t cudaMemsetAsync(void *dev_ptr, int value, size_t count, cudaStream_t stream)
 {
-    (void)stream;
     if (cudaError_t e = api_check())
         return e;
+    if (!valid_stream(stream))
+        return record(cudaErrorInvalidResourceHandle);
     if (count == 0)
         return cudaSuccess;
     if (classify(dev_ptr, count) != Where::DEVICE)
         return record(cudaErrorInvalidValue);
-    if (!device_failed())
-        std::memset(dev_ptr, value, count);
+    submit(stream, OpDesc{OpKind::MEMSET, nullptr, cudaMemcpyDefault, count, false},
+           [=] { std::memset(dev_ptr, value, count); });
     return cudaSuccess;
 }
 
@@ -390,28 +511,36 @@ void emu_register_symbol(const void *symbol, size_t size)
 cudaError_t cudaMemcpyToSymbol(const void *symbol, const void *src, size_t count, size_t offset,
                                cudaMemcpyKind kind)
 {
+    drain_legacy();
     if (cudaError_t e = sync_check())
         return e;
     if (!symbol || (!src && count))
         return record(cudaErrorInvalidValue);
     if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
         return record(cudaErrorInvalidMemcpyDirection);
-    if (count)
-        std::memmove((char *)symbol + offset, src, count);
+    if (count) {
+        void *dst = (char *)symbol + offset;
+        submit(0, copy_desc(kind == cudaMemcpyDeviceToDevice ? kind : cudaMemcpyHostToDevice, count, false),
+               [=] { std::memmove(dst, src, count); });
+    }
     return cudaSuccess;
 }
 
 cudaError_t cudaMemcpyFromSymbol(void *dst, const void *symbol, size_t count, size_t offset,
                                  cudaMemcpyKind kind)
 {
+    drain_legacy();
     if (cudaError_t e = sync_check())
         return e;
     if (!symbol || (!dst && count))
         return record(cudaErrorInvalidValue);
     if (kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
         return record(cudaErrorInvalidMemcpyDirection);
-    if (count)
-        std::memmove(dst, (const char *)symbol + offset, count);
+    if (count) {
+        const void *src = (const char *)symbol + offset;
+        submit(0, copy_desc(kind == cudaMemcpyDeviceToDevice ? kind : cudaMemcpyDeviceToHost, count, false),
+               [=] { std::memmove(dst, src, count); });
+    }
     return cudaSuccess;
 }
 

@@ -1,11 +1,12 @@
-/* runtime.cpp: error state, the emulated device's properties, streams, events and kernel
- * attributes of the emu backend.
+/* runtime.cpp: error state, the emulated device's properties and kernel attributes of the emu
+ * backend (streams and events: streams.cpp).
  *
  * Error model, as on a GPU:
  *  - A call that fails on its own arguments (a bad launch configuration, a bad pointer) returns
  *    its error and leaves it for cudaGetLastError, which returns it once and clears it.
  *  - A kernel that stops (illegal address, deadlock, trap) leaves a pending fault. Launches are
- *    synchronous here, but the fault is not visible to cudaGetLastError right after the launch:
+ *    run when their stream is synchronised (or at once, on the legacy default stream), and the
+ *    fault is not visible to cudaGetLastError right after the launch:
  *    it surfaces at the next synchronising call (cudaDeviceSynchronize, cudaStreamSynchronize,
  *    cudaEventSynchronize, a blocking cudaMemcpy, cudaFree, ...), exactly where a GPU would
  *    report it. From then on it is sticky: every call returns it until the process ends. */
@@ -14,7 +15,6 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
-#include <ctime>
 #include <map>
 #include <mutex>
 #include <unistd.h>
@@ -54,6 +54,12 @@ cudaError_t sync_check()
 bool device_failed()
 {
     return g_pending.load() != cudaSuccess || g_sticky.load() != cudaSuccess;
+}
+
+cudaError_t device_error()
+{
+    int sticky = g_sticky.load();
+    return (cudaError_t)(sticky != cudaSuccess ? sticky : g_pending.load());
 }
 
 void kernel_failed(cudaError_t e)
@@ -154,35 +160,10 @@ void fill_properties(cudaDeviceProp *p)
     p->reservedSharedMemPerBlock = 0;
 }
 
-double now_ms()
-{
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
 } /* namespace */
 } /* namespace emu */
 
 using namespace emu;
-
-/* Streams and events are small host objects; a handle is checked against its magic number. */
-struct CUstream_st {
-    unsigned magic;
-};
-struct CUevent_st {
-    unsigned magic;
-    bool recorded;
-    double ms;
-};
-static const unsigned STREAM_MAGIC = 0x57e4a3u, EVENT_MAGIC = 0xe7e47u;
-
-static bool valid_stream(cudaStream_t s)
-{
-    /* 0 and the legacy/per-thread default streams are always valid */
-    return s == nullptr || s == cudaStreamLegacy || s == cudaStreamPerThread ||
-           s->magic == STREAM_MAGIC;
-}
 
 extern "C" {
 
@@ -309,6 +290,7 @@ cudaError_t cudaRuntimeGetVersion(int *version)
 
 cudaError_t cudaDeviceSynchronize(void)
 {
+    drain_all();
     return sync_check();
 }
 
@@ -316,110 +298,8 @@ cudaError_t cudaDeviceReset(void)
 {
     /* A fault poisons the process here, as a sticky error does on a GPU: only a new process
      * (each Check test is one) starts clean. */
+    drain_all();
     return sync_check();
-}
-
-cudaError_t cudaStreamCreate(cudaStream_t *stream)
-{
-    return cudaStreamCreateWithFlags(stream, cudaStreamDefault);
-}
-
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned int flags)
-{
-    (void)flags;
-    if (!stream)
-        return record(cudaErrorInvalidValue);
-    if (cudaError_t e = api_check())
-        return e;
-    *stream = new CUstream_st{STREAM_MAGIC};
-    return cudaSuccess;
-}
-
-cudaError_t cudaStreamDestroy(cudaStream_t stream)
-{
-    if (!stream || !valid_stream(stream) || stream == cudaStreamLegacy || stream == cudaStreamPerThread)
-        return record(cudaErrorInvalidResourceHandle);
-    stream->magic = 0;
-    delete stream;
-    return api_check();
-}
-
-cudaError_t cudaStreamSynchronize(cudaStream_t stream)
-{
-    if (!valid_stream(stream))
-        return record(cudaErrorInvalidResourceHandle);
-    return sync_check();
-}
-
-cudaError_t cudaStreamQuery(cudaStream_t stream)
-{
-    if (!valid_stream(stream))
-        return record(cudaErrorInvalidResourceHandle);
-    return sync_check(); /* all work is complete when it returns */
-}
-
-cudaError_t cudaEventCreate(cudaEvent_t *event)
-{
-    return cudaEventCreateWithFlags(event, cudaEventDefault);
-}
-
-cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags)
-{
-    (void)flags;
-    if (!event)
-        return record(cudaErrorInvalidValue);
-    if (cudaError_t e = api_check())
-        return e;
-    *event = new CUevent_st{EVENT_MAGIC, false, 0.0};
-    return cudaSuccess;
-}
-
-cudaError_t cudaEventDestroy(cudaEvent_t event)
-{
-    if (!event || event->magic != EVENT_MAGIC)
-        return record(cudaErrorInvalidResourceHandle);
-    event->magic = 0;
-    delete event;
-    return api_check();
-}
-
-cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
-{
-    if (!event || event->magic != EVENT_MAGIC || !valid_stream(stream))
-        return record(cudaErrorInvalidResourceHandle);
-    if (cudaError_t e = api_check())
-        return e;
-    event->recorded = true;
-    event->ms = now_ms();
-    return cudaSuccess;
-}
-
-cudaError_t cudaEventSynchronize(cudaEvent_t event)
-{
-    if (!event || event->magic != EVENT_MAGIC)
-        return record(cudaErrorInvalidResourceHandle);
-    return sync_check();
-}
-
-cudaError_t cudaEventQuery(cudaEvent_t event)
-{
-    if (!event || event->magic != EVENT_MAGIC)
-        return record(cudaErrorInvalidResourceHandle);
-    return sync_check();
-}
-
-cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
-{
-    if (!ms)
-        return record(cudaErrorInvalidValue);
-    if (!start || !end || start->magic != EVENT_MAGIC || end->magic != EVENT_MAGIC)
-        return record(cudaErrorInvalidResourceHandle);
-    if (cudaError_t e = api_check())
-        return e;
-    if (!start->recorded || !end->recorded)
-        return record(cudaErrorInvalidResourceHandle);
-    *ms = (float)(end->ms - start->ms);
-    return cudaSuccess;
 }
 
 cudaError_t cudaFuncSetAttribute(const void *func, cudaFuncAttribute attr, int value)

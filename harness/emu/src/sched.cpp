@@ -31,6 +31,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <link.h>
+#include <memory>
 #include <mutex>
 #include <spawn.h>
 #include <string>
@@ -1013,31 +1014,56 @@ void trap(const char *file, int line)
     fail(*w, TRAP);
 }
 
-void launch(const void *kernel, const Cfg &c, void (*body)(void *), void *pack)
+bool check_launch(const void *kernel, const Cfg &c)
 {
-    if (api_check() != cudaSuccess)
-        return;
     const dim3 b = c.block, g = c.grid;
     const unsigned long long threads = (unsigned long long)b.x * b.y * b.z;
     if (b.x == 0 || b.y == 0 || b.z == 0 || b.x > MAX_BLOCK_X || b.y > MAX_BLOCK_Y ||
         b.z > MAX_BLOCK_Z || threads > (unsigned long long)MAX_THREADS_PER_BLOCK || g.x == 0 ||
         g.y == 0 || g.z == 0 || g.x > MAX_GRID_X || g.y > MAX_GRID_Y || g.z > MAX_GRID_Z) {
         record(cudaErrorInvalidConfiguration);
-        return;
+        return false;
     }
     if (c.smem > (size_t)max_dynamic_shared(kernel)) {
         record(cudaErrorInvalidValue);
+        return false;
+    }
+    if (!valid_stream(c.stream)) {
+        record(cudaErrorInvalidResourceHandle);
+        return false;
+    }
+    return true;
+}
+
+/* The launch as written: refused now on its own arguments (as a GPU refuses it), then run now
+ * on the legacy stream or queued on the program's stream (streams.cpp). A queued launch owns a
+ * copy of the parameters, since the caller's pack dies with the launch expression. */
+void launch(const void *kernel, const Cfg &c, void (*body)(void *), void *pack,
+            void *(*clone)(const void *), void (*drop)(void *))
+{
+    if (api_check() != cudaSuccess || !check_launch(kernel, c))
+        return;
+    const OpDesc d{OpKind::KERNEL, kernel, cudaMemcpyDefault, 0, false};
+    if (is_legacy(c.stream)) {
+        submit(c.stream, d, [&] { run_kernel(kernel, c, body, pack); });
         return;
     }
+    std::shared_ptr<void> owned(clone(pack), drop);
+    submit(c.stream, d, [kernel, c, body, owned] { run_kernel(kernel, c, body, owned.get()); });
+}
+
+void run_kernel(const void *kernel, const Cfg &c, void (*body)(void *), void *pack)
+{
     if (device_failed())
         return; /* a fault is pending: the device runs nothing more */
+    const dim3 b = c.block, g = c.grid;
     install_fault_handler();
     Launch l;
     l.kernel = kernel;
     l.cfg = c;
     l.body = body;
     l.pack = pack;
-    l.nthreads = (unsigned)threads;
+    l.nthreads = b.x * b.y * b.z;
     l.nblocks = (unsigned long long)g.x * g.y * g.z;
     read_schedule(&l.mode, &l.seed);
     l.seed = splitmix(l.seed ^ g_launches.fetch_add(1));

@@ -129,8 +129,11 @@ inline Cfg cfg(dim3 grid, dim3 block, size_t smem = 0, cudaStream_t stream = 0)
 }
 /* Runs body(pack) once for every CUDA thread of the launch; records a launch error for
  * cudaGetLastError. `kernel` is the kernel's address: its identity for cudaFuncSetAttribute
- * and its name in reports. */
-void launch(const void *kernel, const Cfg &cfg, void (*body)(void *), void *pack);
+ * and its name in reports. A launch on a stream of the program's own is queued, to run at a
+ * later synchronisation: it keeps clone(pack), a copy of the parameters made at the launch
+ * as on a GPU, and frees it with drop. */
+void launch(const void *kernel, const Cfg &cfg, void (*body)(void *), void *pack,
+            void *(*clone)(const void *), void (*drop)(void *));
 
 template <class... P> struct Pending {
     void (*kernel)(P...);
@@ -161,7 +164,8 @@ template <class... P, class... A> inline void operator^(const Pending<P...> &p, 
                Pack *pk = static_cast<Pack *>(v);
                std::apply(pk->kernel, pk->params);
            },
-           &pack);
+           &pack, [](const void *v) -> void * { return new Pack(*static_cast<const Pack *>(v)); },
+           [](void *v) { delete static_cast<Pack *>(v); });
 }
 
 } /* namespace emu */
