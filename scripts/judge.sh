@@ -26,8 +26,11 @@
 #   JUDGE_TIMEOUT=s   each grader's time limit in seconds (default: none)
 #   JUDGE_LOG=DIR     each grader's output also into DIR/KIND-CHAPTER[-NAME].log
 #   JUDGE_KINDS="solution starter"   only those kinds (default: all three)
+# The graders' per-test rows go to GRADE_TSV if set, else build/judge-grade.tsv: a judged
+# known-bug kernel is no step of the learner's, so build/grade.tsv (make progress) never sees it.
 set -uo pipefail
 want=${1:?usage: scripts/judge.sh BACKEND [CHAPTER...]}
+export GRADE_TSV=${GRADE_TSV:-build/judge-grade.tsv}
 shift
 # shellcheck source=scripts/programs.sh
 source "$(dirname "$0")/programs.sh"

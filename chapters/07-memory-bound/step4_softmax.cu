@@ -24,8 +24,9 @@
  *            scratch with 0xff; run again with the CPU backend's threads shuffled
  *   concept  on the CPU backend, 16-byte global loads where the rows are aligned, and each
  *            row read from memory once
- *   speed    on a GPU, against softmax_three_pass and against the copy kernel (copy.cu) on
- *            the same bytes, for 256 to 262144 columns: the goal is 90% of copy
+ *   speed    on a GPU, at least 1.3x softmax_three_pass at 8192x4096, f32 and bf16, with
+ *            the copy kernel (copy.cu) on the same bytes timed beside it; the bench measures
+ *            256 to 262144 columns, where the goal is 90% of the copy
  *   spills   no register spills in the GPU build's functions whose names hold "softmax"
  *            (keep "softmax" in your kernels' names)
  *
