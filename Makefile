@@ -431,9 +431,11 @@ profile: build/programs.tsv
 # device, driver and date); the book's copy is plots/data/h200/profile-calibration.tsv.
 # scripts/calibrate.sh runs it; it needs no make on the GPU machine (make profile-build here).
 CALIBRATION ?= build/results/profile-calibration.tsv
+# the chapters calibrated so far (07 has its profile driver and concept tests, no calibration yet)
+CALIBRATE_CHAPTERS := $(filter 01-% 02-% 03-% 04-%,$(PROFILE_CHAPTERS))
 .PHONY: calibrate
 calibrate: profile-build
-	@PROFILE_CHAPTERS="$(PROFILE_CHAPTERS)" scripts/calibrate.sh $(CALIBRATION)
+	@PROFILE_CHAPTERS="$(CALIBRATE_CHAPTERS)" scripts/calibrate.sh $(CALIBRATION)
 
 # ---- sanitize ------------------------------------------------------------------------------
 
