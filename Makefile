@@ -123,22 +123,16 @@ build/emu/%.o: %.c
 	$(CC) $(CFLAGS) $(CPPFLAGS_emu) -Ichapters/$(notdir $*) -c $< -o $@
 
 # the profile driver, once per chapter and backend: graders/profile_main.c with that chapter's
-# contract header
-build/cuda/profile/%.o: graders/profile_main.c
+# contract header; chapter 07, whose launchers take other arguments, has its own
+# (graders/profile_membound.c)
+profile_src = $(if $(filter 07-%,$1),graders/profile_membound.c,graders/profile_main.c)
+build/cuda/profile/%.o: $$(call profile_src,$$*)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(CPPFLAGS_cuda) -Ichapters/$* -c $< -o $@
 
-build/emu-prof/profile/%.o: graders/profile_main.c
+build/emu-prof/profile/%.o: $$(call profile_src,$$*)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(CPPFLAGS_emu) -Ichapters/$* -c $< -o $@
-
-# chapter 07's launchers take other arguments: its driver is its own (graders/profile_membound.c)
-build/cuda/profile/07-memory-bound.o: graders/profile_membound.c
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(CPPFLAGS_cuda) -Ichapters/07-memory-bound -c $< -o $@
-build/emu-prof/profile/07-memory-bound.o: graders/profile_membound.c
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(CPPFLAGS_emu) -Ichapters/07-memory-bound -c $< -o $@
 
 # The patched copy of a known-bug kernel, build/mutants/CHAPTER/NAME/FILE.cu, remade when the
 # patch or the file it patches changes; its objects come from the .cu rules above.
