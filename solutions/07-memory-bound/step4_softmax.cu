@@ -13,8 +13,9 @@
  *   were computed once, in registers, and the row is read from memory once and written once.
  *   Three shapes, the launcher choosing from cols:
  *     cols <= 1024          a warp a row, 8 rows a block: no barrier, no shared memory
- *     1024 < cols <= 32768  a block a row, the row held in registers (up to 32 values a
- *                           thread, 1024 threads)
+ *     1024 < cols <= 32768  a block a row, the row held in registers: 32 values a thread,
+ *                           as few threads as that needs (up to 1024), so that each thread
+ *                           has several 16-byte loads in flight
  *     cols > 32768          a block a row that does not fit on chip: the first pass streams
  *                           the row through the online update (per thread: every 16 values
  *                           merged into a running (max, sum)), the second reads it again for
@@ -168,12 +169,18 @@ static __device__ __forceinline__ float exp_base(float m)
     return m == -INFINITY ? 0.0f : m;
 }
 
-/* (m, s) <- the pair of both sets: each sum rescaled to the new max before they are added */
+/* (m, s) <- the pair of both sets: each sum rescaled to the new max before they are added.
+ * The side that holds the new max would be scaled by exp(0) = 1, so one exponential does:
+ * the other side's. A NaN on either side gives m_new NaN, keep_a false and e NaN. Written
+ * with explicit FMAs, so that the two lanes of an exchange, each passing its own pair
+ * first, compute the same bits. */
 static __device__ __forceinline__ void merge(float &m, float &s, float m_b, float s_b)
 {
     const float m_new = max_nan(m, m_b);
     const float base = exp_base(m_new);
-    s = s * expf(m - base) + s_b * expf(m_b - base);
+    const bool keep_a = m == m_new; /* a holds the max: b is rescaled */
+    const float e = expf((keep_a ? m_b : m) - base);
+    s = keep_a ? __fmaf_rn(s_b, e, s) : __fmaf_rn(s, e, s_b);
     m = m_new;
 }
 
@@ -316,8 +323,6 @@ static void softmax_rows(const T *d_in, T *d_out, int rows, int cols)
         softmax_warp_kernel<T, 16, W><<<warp_blocks, warp_threads>>>(d_in, d_out, rows, cols);
     else if (cols <= WARP_ROW_MAX)
         softmax_warp_kernel<T, 32, W><<<warp_blocks, warp_threads>>>(d_in, d_out, rows, cols);
-    else if (cols <= 8 * 1024)
-        softmax_block_kernel<T, 8, W><<<rows, block_threads(cols, 8)>>>(d_in, d_out, cols);
     else if (cols <= HELD_ROW_MAX)
         softmax_block_kernel<T, 32, W><<<rows, block_threads(cols, 32)>>>(d_in, d_out, cols);
     else

@@ -8,31 +8,34 @@
  *   negative (NaN from rsqrtf).
  * Here: the structure of step 4, and its three shapes, the launcher choosing from cols:
  *     cols <= 1024          a warp a row, 8 rows a block, the row in registers
- *     1024 < cols <= 32768  a block a row, the row in registers (up to 32 values a thread;
- *                           16384 columns, 16 a thread, where rows are not 16-byte aligned)
+ *     1024 < cols <= 32768  a block a row, the row in registers: 32 values a thread, as few
+ *                           threads as that needs (16 values, 16384 columns, where rows are
+ *                           not 16-byte aligned), so that each thread has several 16-byte
+ *                           loads in flight and the reductions span few warps
  *     cols > 32768          a block a row, streamed: statistics in a first pass, the outputs
  *                           from a second read (3 passes of traffic instead of 2: at most
  *                           ~67% of copy; step 4's header says how the best kernels avoid it)
  *   16-byte accesses (x, y, w and b alike) where every row starts on a 16-byte boundary
  *   (cols % 4 == 0 for f32, % 8 for bf16, aligned pointers), one element at a time otherwise.
  *   RMSNorm needs sum x^2 only: each thread sums the squares it holds, a shuffle tree and
- *   shared memory sum the threads'. LayerNorm carries, per thread, the moments of the values
- *   it holds: their count n, their mean, and M2 = sum (x - mean)^2, taken in two passes over
- *   its registers (the mean first, then the squared deviations from it: no cancellation).
- *   The threads' moments are combined pairwise by Chan, Golub and LeVeque's update (the
- *   parallel form of Welford's): with delta = mean_b - mean_a and n = n_a + n_b,
+ *   shared memory sum the threads'.
+ *   LayerNorm, on a row held in registers: two passes over the registers, each a plain sum
+ *   over the row. The mean is kept as a pair, k + d, with k the row's first value (every
+ *   thread reads it) and d the mean of x - k; then M2 = sum ((x - k) - d)^2, a sum of
+ *   squares, never negative, with no cancellation. Why the pair: an fp32 mean of 1e4 is a
+ *   multiple of 2^-10 ~ 1e-3, a hundredth of a standard deviation of 0.1, and every output
+ *   y = (x - mean) / sigma would carry that rounding: errors ~ 5e-3 whatever the variance's
+ *   accuracy. x - k is exact there (Sterbenz: the two are within a factor 2), d is small and
+ *   carries full precision, and y = ((x - k) - d) * rstd loses nothing to the mean's
+ *   magnitude.
+ *   LayerNorm, on a streamed row: a thread cannot keep its values for a second pass, so it
+ *   keeps their moments, the count n, the mean (as a pair k + d, k the first value it
+ *   read) and M2, updated a slice of 16 values at a time, and the threads' moments are
+ *   combined pairwise by Chan, Golub and LeVeque's update (the parallel form of Welford's):
+ *   with delta = mean_b - mean_a and n = n_a + n_b,
  *     mean = mean_a + delta * n_b / n,   M2 = M2_a + M2_b + delta^2 * n_a * n_b / n,
- *   a sum of non-negative terms, so the variance M2 / cols is never negative. The streamed
- *   rows merge each slice's moments into a running set the same way (Welford's update, 16
- *   values at a time).
- *   One refinement the mean 1e4 rows need: the mean is kept as a pair, k + d, with k one of
- *   the row's values (the first one a thread holds) and d the mean of x - k. An fp32 mean of
- *   1e4 is a multiple of 2^-10 ~ 1e-3, a hundredth of a standard deviation of 0.1, and every
- *   output y = (x - mean) / sigma would carry that rounding: errors ~ 5e-3 whatever the
- *   variance's accuracy. x - k is exact there (Sterbenz: the two are within a factor 2), d is
- *   small and carries full precision, and y = ((x - k) - d) * rstd loses nothing to the
- *   mean's magnitude. The merge never forms mean_b - mean_a from the means themselves
- *   either: delta = (k_b - k_a) + (d_b - d_a).
+ *   a sum of non-negative terms. The merge never forms mean_b - mean_a from the means
+ *   themselves: delta = (k_b - k_a) + (d_b - d_a).
  *   Weight and bias are applied in the store (w and b read at the same columns as x, 16 bytes
  *   at a time where aligned): one read of the row, one write. rsqrtf (2 ulp) once a row; eps
  *   inside the square root, as given. A NaN in a row makes its sum or its moments NaN, and so
@@ -183,18 +186,28 @@ static __device__ __forceinline__ float warp_sum(float s)
 }
 
 /* The block's sum in every thread (blockDim.x a multiple of 32): each warp leaves its sum in
- * shared memory, and after the barrier every warp adds all of them itself (no second barrier
- * for a broadcast). Once a block: a second call would overwrite s_part while slower warps
- * may still read it. */
-static __device__ __forceinline__ float block_sum(float s)
+ * s_part (WARP floats of shared memory), and after the barrier every warp adds all of them
+ * itself (no second barrier for a broadcast). A second sum in the same block needs an array of
+ * its own: slower warps may still be reading this one. */
+static __device__ __forceinline__ float block_sum(float s, float *s_part)
 {
-    __shared__ float s_part[WARP];
     const int lane = threadIdx.x % WARP;
     s = warp_sum(s);
     if (lane == 0)
         s_part[threadIdx.x / WARP] = s;
     __syncthreads(); /* every warp's sum is written before any warp reads them */
     return warp_sum(lane < (int)(blockDim.x / WARP) ? s_part[lane] : 0.0f);
+}
+
+/* The sum of a row's held values in every thread of the row: a warp's, or the block's
+ * through s_part */
+template <bool BLOCK_WIDE>
+static __device__ __forceinline__ float row_sum(float s, float *s_part)
+{
+    if constexpr (BLOCK_WIDE)
+        return block_sum(s, s_part);
+    else
+        return warp_sum(s);
 }
 
 /* ---- LayerNorm's statistics: the moments of a set of values --------------------------------
@@ -288,32 +301,49 @@ static __device__ __forceinline__ moments block_moments(moments m)
 
 /* ---- the kernels ---------------------------------------------------------------------------- */
 
-/* One row held in registers by nthreads threads: a warp (BLOCK_WIDE false) or the block. */
+/* One row held in registers by nthreads threads: a warp (BLOCK_WIDE false) or the block.
+ * LayerNorm: two passes over the registers about a shift k, the row's first value (every
+ * thread reads it, one broadcast load beside its slice): d = the mean of x - k, then
+ * M2 = sum ((x - k) - d)^2, each a plain sum over the row, so the row's threads combine two
+ * floats, not moments, and no count or division enters the reduction. */
 template <typename T, int EPT, int W, bool LAYER, bool BLOCK_WIDE>
 static __device__ __forceinline__ void norm_held_row(const T *__restrict__ x, const T *__restrict__ w,
                                                      const T *__restrict__ b, T *__restrict__ y,
                                                      int cols, float eps, int tid, int nthreads)
 {
+    __shared__ float s_part[2][WARP]; /* the block's two sums (unused by a warp a row) */
     float v[EPT];
     const int accesses = load_slice<EPT, W>(x, cols, 0, tid, nthreads, v);
     if constexpr (LAYER) {
-        moments m = slice_moments<EPT, W>(v, accesses);
-        if constexpr (BLOCK_WIDE)
-            m = block_moments(m);
-        else
-            m = warp_moments(m);
-        const float rstd = rsqrtf(m.m2 / cols + eps);
-        store_norm_slice<true, EPT, W>(y, w, b, cols, 0, tid, nthreads, v, m.k, m.d, rstd);
+        float k;
+        load_w<1>(x, &k);
+        float sum = 0.0f; /* over the accesses inside the row: a column past the end is not x - k */
+#pragma unroll
+        for (int a = 0; a < EPT / W; ++a)
+            if (a < accesses) {
+#pragma unroll
+                for (int j = 0; j < W; ++j)
+                    sum += v[a * W + j] - k;
+            }
+        const float d = __fdividef(row_sum<BLOCK_WIDE>(sum, s_part[0]), (float)cols);
+        float m2 = 0.0f;
+#pragma unroll
+        for (int a = 0; a < EPT / W; ++a)
+            if (a < accesses) {
+#pragma unroll
+                for (int j = 0; j < W; ++j) {
+                    const float e = (v[a * W + j] - k) - d; /* x - mean, the mean never rounded */
+                    m2 += e * e;
+                }
+            }
+        const float rstd = rsqrtf(row_sum<BLOCK_WIDE>(m2, s_part[1]) / cols + eps);
+        store_norm_slice<true, EPT, W>(y, w, b, cols, 0, tid, nthreads, v, k, d, rstd);
     } else {
         float ss = 0.0f; /* the columns past the end hold 0 */
 #pragma unroll
         for (int p = 0; p < EPT; ++p)
             ss += v[p] * v[p];
-        if constexpr (BLOCK_WIDE)
-            ss = block_sum(ss);
-        else
-            ss = warp_sum(ss);
-        const float rstd = rsqrtf(ss / cols + eps);
+        const float rstd = rsqrtf(row_sum<BLOCK_WIDE>(ss, s_part[0]) / cols + eps);
         store_norm_slice<false, EPT, W>(y, w, b, cols, 0, tid, nthreads, v, 0.0f, 0.0f, rstd);
     }
 }
@@ -375,7 +405,8 @@ norm_stream_kernel(const T *__restrict__ in, const T *__restrict__ w, const T *_
             for (int p = 0; p < STREAM_EPT; ++p)
                 ss += v[p] * v[p];
         }
-        rstd = rsqrtf(block_sum(ss) / cols + eps);
+        __shared__ float s_part[WARP];
+        rstd = rsqrtf(block_sum(ss, s_part) / cols + eps);
     }
     for (int first = 0; first < cols; first += step) {
         float v[STREAM_EPT];
@@ -397,9 +428,9 @@ template <typename T, int W, bool LAYER>
 static void norm_rows(const T *d_x, const T *d_w, const T *d_b, T *d_y, int rows, int cols,
                       float eps)
 {
-    /* A block holds 32 values a thread, 1024 threads: 64 registers a thread, of which the row
-     * takes 32; one element at a time (W = 1), the bounds test of every element takes the
-     * rest, so those rows hold 16 a thread (16384 columns) and longer ones are streamed. */
+    /* A block holds 32 values a thread, up to 1024 threads: 64 registers a thread, of which
+     * the row takes 32; one element at a time (W = 1), the bounds test of every element takes
+     * the rest, so those rows hold 16 a thread (16384 columns) and longer ones are streamed. */
     constexpr int HELD_EPT = W == 1 ? 16 : HELD_ROW_MAX / 1024;
     const int warp_blocks = cdiv(rows, ROWS_PER_BLOCK), warp_threads = ROWS_PER_BLOCK * WARP;
     if (cols <= 8 * WARP)
@@ -411,9 +442,6 @@ static void norm_rows(const T *d_x, const T *d_w, const T *d_b, T *d_y, int rows
     else if (cols <= WARP_ROW_MAX)
         norm_warp_kernel<T, 32, W, LAYER><<<warp_blocks, warp_threads>>>(d_x, d_w, d_b, d_y, rows,
                                                                           cols, eps);
-    else if (cols <= 8 * 1024)
-        norm_block_kernel<T, 8, W, LAYER><<<rows, block_threads(cols, 8)>>>(d_x, d_w, d_b, d_y,
-                                                                             cols, eps);
     else if (cols <= HELD_EPT * 1024)
         norm_block_kernel<T, HELD_EPT, W, LAYER><<<rows, block_threads(cols, HELD_EPT)>>>(
             d_x, d_w, d_b, d_y, cols, eps);
