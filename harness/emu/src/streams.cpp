@@ -68,7 +68,9 @@ struct CUevent_st {
     std::vector<size_t> captured_deps;      /* the capturing stream's dependency set then */
 };
 
-/* A graph: nodes in the order they were captured, each after the nodes it depends on. */
+/* A graph: nodes in the order they were captured, each after the nodes it depends on. Graphs
+ * and executable graphs are checked against the set of live ones (so that a destroyed one is
+ * refused), a node against its magic number. */
 struct CUgraphNode_st {
     unsigned magic;
     emu::OpDesc desc;
@@ -76,7 +78,6 @@ struct CUgraphNode_st {
     std::vector<size_t> deps;              /* indices of the nodes it depends on, sorted */
 };
 struct CUgraph_st {
-    unsigned magic;
     bool owned;                            /* handed to the program; false while captured */
     std::vector<std::unique_ptr<CUgraphNode_st>> nodes;
 };
@@ -91,7 +92,6 @@ struct CUgraphExec_st {
         std::vector<size_t> cross;         /* the dependencies on other lanes */
         size_t lane;
     };
-    unsigned magic;
     int index;                             /* 1, 2, ... in creation order */
     std::vector<Node> nodes;
     std::vector<size_t> lanes;             /* their queues */
@@ -128,8 +128,7 @@ struct Capture {
 namespace {
 
 constexpr size_t SCHEDULE_LIMIT = 262144;
-constexpr unsigned STREAM_MAGIC = 0x57e4a3u, EVENT_MAGIC = 0xe7e47u, GRAPH_MAGIC = 0x94a9f1u,
-                   NODE_MAGIC = 0x90de5u, EXEC_MAGIC = 0xe4ec5u;
+constexpr unsigned STREAM_MAGIC = 0x57e4a3u, EVENT_MAGIC = 0xe7e47u, NODE_MAGIC = 0x90de5u;
 
 struct Op {
     OpDesc desc;
@@ -184,7 +183,10 @@ std::set<size_t> g_queued;             /* the queues that are not empty: a progr
 int g_live_streams, g_live_events, g_events_made, g_streams_made;
 std::vector<std::shared_ptr<Capture>> g_captures; /* begun, not yet ended */
 unsigned long long g_captures_made;
-int g_live_graphs, g_live_execs, g_execs_made;
+std::set<const CUgraph_st *> g_graphs;     /* live, captured ones included: a destroyed
+                                              handle is refused, never read */
+std::set<const CUgraphExec_st *> g_execs;
+int g_live_graphs, g_execs_made;
 std::vector<size_t> g_free_lanes;      /* lanes of destroyed executable graphs */
 uint64_t g_issued, g_ran;
 std::vector<Entry> g_schedule;
@@ -351,6 +353,7 @@ void drain(Need n)
     for (;;) {
         ready.clear();
         bool left = false;
+        n.resize(g_streams.size(), 0); /* a host function may have made a queue: not needed */
         for (size_t i : g_queued) {
             const std::deque<Op> &q = g_streams[i].queue;
             if (q.front().issue >= n[i])
@@ -538,7 +541,7 @@ void delete_graph(CUgraph_st *g)
 {
     for (std::unique_ptr<CUgraphNode_st> &n : g->nodes)
         n->magic = 0;
-    g->magic = 0;
+    g_graphs.erase(g);
     delete g;
 }
 
@@ -621,7 +624,6 @@ size_t take_lane()
 CUgraphExec_st *instantiate(const CUgraph_st &g)
 {
     auto x = new CUgraphExec_st{};
-    x->magic = EXEC_MAGIC;
     x->index = ++g_execs_made;
     std::vector<size_t> tails; /* the last node on each lane */
     for (size_t i = 0; i < g.nodes.size(); ++i) {
@@ -824,12 +826,14 @@ static cudaError_t event_capture_check(cudaEvent_t event)
 
 static bool valid_graph(cudaGraph_t g)
 {
-    return g && g->magic == GRAPH_MAGIC;
+    Lock lock(g_mutex);
+    return g_graphs.count(g) != 0;
 }
 
 static bool valid_exec(cudaGraphExec_t x)
 {
-    return x && x->magic == EXEC_MAGIC;
+    Lock lock(g_mutex);
+    return g_execs.count(x) != 0;
 }
 
 extern "C" {
@@ -1139,7 +1143,8 @@ cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mo
         return record(cudaErrorIllegalState);
     auto c = std::make_shared<Capture>();
     c->id = ++g_captures_made;
-    c->graph = new CUgraph_st{GRAPH_MAGIC, false, {}};
+    c->graph = new CUgraph_st{false, {}};
+    g_graphs.insert(c->graph);
     c->origin = q;
     c->mode = mode;
     c->thread = std::this_thread::get_id();
@@ -1249,7 +1254,7 @@ cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph, unsig
         return e;
     Lock lock(g_mutex);
     *exec = instantiate(*graph);
-    ++g_live_execs;
+    g_execs.insert(*exec);
     return cudaSuccess;
 }
 
@@ -1280,8 +1285,7 @@ cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec)
         /* a launch still queued runs: its operations hold their own copies */
         Lock lock(g_mutex);
         g_free_lanes.insert(g_free_lanes.end(), exec->lanes.begin(), exec->lanes.end());
-        --g_live_execs;
-        exec->magic = 0;
+        g_execs.erase(exec);
         delete exec;
     }
     return api_check();
@@ -1360,7 +1364,7 @@ int emu_live_graphs(void)
 int emu_live_graph_execs(void)
 {
     Lock lock(g_mutex);
-    return g_live_execs;
+    return (int)g_execs.size();
 }
 
 int emu_stream_index(cudaStream_t stream)
