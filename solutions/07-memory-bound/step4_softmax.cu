@@ -16,14 +16,20 @@
  *     1024 < cols <= 32768  a block a row, the row held in registers: 32 values a thread,
  *                           as few threads as that needs (up to 1024), so that each thread
  *                           has several 16-byte loads in flight
- *     cols > 32768          a block a row that does not fit on chip: the first pass streams
- *                           the row through the online update (per thread: every 16 values
- *                           merged into a running (max, sum)), the second reads it again for
- *                           the outputs. 3 passes of traffic instead of 2: at most ~67% of
- *                           copy, a little more where the second read hits L2. The best
- *                           kernels hold such rows on chip across a cluster of CTAs,
- *                           exchanging their partial (max, sum) through distributed shared
- *                           memory (sm_90); that is beyond this step.
+ *     32768 < cols <= 262144, rows 16-byte aligned, a GPU that launches clusters (sm_90):
+ *                           a cluster of C = cdiv(cols, 32768) blocks a row (up to 8, the
+ *                           largest portable cluster), the row held in their registers, 32
+ *                           values a thread. Each block reduces its (max, sum) pair as the
+ *                           block kernel does and leaves it in its shared memory; after the
+ *                           cluster's barrier every thread reads the C pairs through
+ *                           distributed shared memory and merges them. One read of the row,
+ *                           one write, like the shorter rows.
+ *     longer rows, or rows a cluster cannot take (and on the CPU backend, which launches no
+ *                           clusters): a block a row that does not hold it. The first pass
+ *                           streams the row through the online update (per thread: every 16
+ *                           values merged into a running (max, sum)), the second reads it
+ *                           again for the outputs. 3 passes of traffic instead of 2: at most
+ *                           ~67% of copy, a little more where the second read hits L2.
  *   16-byte loads and stores (a float4, or 8 bf16) where every row starts on a 16-byte
  *   boundary (cols % 4 == 0 for f32, cols % 8 == 0 for bf16, and 16-byte aligned pointers),
  *   one element at a time otherwise.
@@ -49,6 +55,17 @@
 #include "cuda_check.h"
 #include "membound.h"
 
+/* Thread block clusters (sm_90): a row too long for one block is held by a cluster of them,
+ * which exchange their statistics through distributed shared memory. The CPU backend launches
+ * no clusters; there, and on a GPU that cannot, such rows are streamed. */
+#ifndef EMU_CUDA_RUNTIME_H
+#define HAVE_CLUSTERS 1
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+#else
+#define HAVE_CLUSTERS 0
+#endif
+
 #define WARP 32
 #define FULL_MASK 0xffffffffu
 #define ROWS_PER_BLOCK 8      /* the warp-a-row kernel: 8 warps, 8 rows a block */
@@ -56,6 +73,7 @@
 #define HELD_ROW_MAX 32768    /* up to this many a block holds it: 32 values a thread, 1024 threads */
 #define STREAM_THREADS 1024   /* the streaming kernel, for longer rows */
 #define STREAM_EPT 16         /* values a thread loads at a time there: 64 bytes of f32 in flight */
+#define CLUSTER_MAX 8         /* the largest portable cluster: rows up to 8 * HELD_ROW_MAX held */
 
 /* ---- one access: W consecutive elements widened to fp32 (W = 16 bytes, or 1) -------------- */
 
@@ -305,6 +323,50 @@ softmax_stream_kernel(const T *__restrict__ in, T *__restrict__ out, int cols)
     }
 }
 
+#if HAVE_CLUSTERS
+/* A cluster of blocks a row (cluster dimensions (C, 1, 1), C blocks a row in the grid): block
+ * r of the cluster holds columns [r * span, r * span + span) of the row in registers, EPT
+ * values a thread, span = EPT * blockDim.x. Each block reduces its pair as the block kernel
+ * does and leaves it in its shared memory; after the cluster's barrier every thread merges the
+ * C pairs itself, in rank order, so that every block of the row holds the same bits. Rows are
+ * 16-byte aligned here (W = 16 bytes). */
+template <typename T, int EPT, int W>
+static __global__ void __launch_bounds__(1024)
+softmax_cluster_kernel(const T *__restrict__ in, T *__restrict__ out, int cols, int span)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    __shared__ float s_pair[2]; /* this block's (max, sum), read by the cluster */
+    cg::cluster_group cluster = cg::this_cluster();
+    const unsigned nblocks = cluster.num_blocks(), rank = cluster.block_rank();
+    const size_t offset = (size_t)(blockIdx.x / nblocks) * cols;
+    const int first = (int)rank * span, limit = min(cols, first + span);
+    float v[EPT], m, s;
+    load_slice<EPT, W>(in + offset, limit, first, threadIdx.x, blockDim.x, -INFINITY, v);
+    slice_max_sum(v, m, s);
+    const float m_thread = m;
+    block_merge(m, s);
+    if (threadIdx.x == 0) {
+        s_pair[0] = m;
+        s_pair[1] = s;
+    }
+    cluster.sync(); /* every block's pair is written (and visible to the cluster) */
+    float m_row = -INFINITY, s_row = 0.0f;
+    for (unsigned r = 0; r < nblocks; ++r) {
+        const float *pair = cluster.map_shared_rank(s_pair, r);
+        merge(m_row, s_row, pair[0], pair[1]);
+    }
+    cluster.sync(); /* no block leaves while another still reads its shared memory */
+    const float scale = expf(m_thread - m_row) / s_row;
+#pragma unroll
+    for (int p = 0; p < EPT; ++p)
+        v[p] *= scale;
+    store_slice<EPT, W>(out + offset, limit, first, threadIdx.x, blockDim.x, v);
+#else
+    __trap(); /* clusters exist from sm_90; the launcher asks the device before it launches */
+#endif
+}
+#endif
+
 /* ---- the launchers ------------------------------------------------------------------------ */
 
 /* a block of whole warps, enough for cols at ept values a thread */
@@ -312,6 +374,51 @@ static int block_threads(int cols, int ept)
 {
     return cdiv(cdiv(cols, ept), WARP) * WARP;
 }
+
+#if HAVE_CLUSTERS
+/* Launches the cluster kernel for rows of HELD_ROW_MAX < cols <= CLUSTER_MAX * HELD_ROW_MAX:
+ * C = cdiv(cols, HELD_ROW_MAX) blocks a row, each of as few whole warps as hold its share at
+ * 32 values a thread. false, launching nothing, where the device cannot run such a cluster
+ * (no cluster launch, or no cluster of C of these blocks fits its GPCs) or the rows are not
+ * 16-byte aligned: those are streamed. What the device answers is asked once a shape of
+ * cluster (the answers are kept: one device, as everywhere in this workbook). */
+template <typename T, int W>
+static bool softmax_cluster(const T *d_in, T *d_out, int rows, int cols)
+{
+    constexpr int EPT = HELD_ROW_MAX / 1024;
+    if constexpr (W == 1) {
+        return false;
+    } else {
+        static signed char fits[CLUSTER_MAX + 1][1024 / WARP + 1]; /* 0 not asked, 1 yes, -1 no */
+        const int c = cdiv(cols, HELD_ROW_MAX), threads = block_threads(cdiv(cols, c), EPT);
+        cudaLaunchAttribute attr;
+        attr.id = cudaLaunchAttributeClusterDimension;
+        attr.val.clusterDim.x = (unsigned)c;
+        attr.val.clusterDim.y = 1;
+        attr.val.clusterDim.z = 1;
+        cudaLaunchConfig_t config = {};
+        config.gridDim = dim3((unsigned)rows * (unsigned)c);
+        config.blockDim = dim3((unsigned)threads);
+        config.attrs = &attr;
+        config.numAttrs = 1;
+        signed char &fit = fits[c][threads / WARP];
+        if (fit == 0) {
+            int dev, can, clusters = 0;
+            CUDA_CHECK(cudaGetDevice(&dev));
+            CUDA_CHECK(cudaDeviceGetAttribute(&can, cudaDevAttrClusterLaunch, dev));
+            if (can)
+                CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters,
+                                                          softmax_cluster_kernel<T, EPT, W>, &config));
+            fit = clusters > 0 ? 1 : -1;
+        }
+        if (fit < 0)
+            return false;
+        CUDA_CHECK(cudaLaunchKernelEx(&config, softmax_cluster_kernel<T, EPT, W>, d_in, d_out,
+                                      cols, EPT * threads));
+        return true;
+    }
+}
+#endif
 
 template <typename T, int W>
 static void softmax_rows(const T *d_in, T *d_out, int rows, int cols)
@@ -325,6 +432,10 @@ static void softmax_rows(const T *d_in, T *d_out, int rows, int cols)
         softmax_warp_kernel<T, 32, W><<<warp_blocks, warp_threads>>>(d_in, d_out, rows, cols);
     else if (cols <= HELD_ROW_MAX)
         softmax_block_kernel<T, 32, W><<<rows, block_threads(cols, 32)>>>(d_in, d_out, cols);
+#if HAVE_CLUSTERS
+    else if (cols <= CLUSTER_MAX * HELD_ROW_MAX && softmax_cluster<T, W>(d_in, d_out, rows, cols))
+        ; /* a cluster a row */
+#endif
     else
         softmax_stream_kernel<T, W><<<rows, STREAM_THREADS>>>(d_in, d_out, cols);
 }

@@ -12,9 +12,13 @@
  *                           threads as that needs (16 values, 16384 columns, where rows are
  *                           not 16-byte aligned), so that each thread has several 16-byte
  *                           loads in flight and the reductions span few warps
- *     cols > 32768          a block a row, streamed: statistics in a first pass, the outputs
- *                           from a second read (3 passes of traffic instead of 2: at most
- *                           ~67% of copy; step 4's header says how the best kernels avoid it)
+ *     32768 < cols <= 262144, rows 16-byte aligned, a GPU that launches clusters (sm_90):
+ *                           a cluster of up to 8 blocks a row, the row in their registers,
+ *                           as in step 4; each sum over the row is the blocks' sums added
+ *                           through distributed shared memory
+ *     longer rows, or rows a cluster cannot take (and on the CPU backend): a block a row,
+ *                           streamed: statistics in a first pass, the outputs from a second
+ *                           read (3 passes of traffic instead of 2: at most ~67% of copy)
  *   16-byte accesses (x, y, w and b alike) where every row starts on a 16-byte boundary
  *   (cols % 4 == 0 for f32, % 8 for bf16, aligned pointers), one element at a time otherwise.
  *   RMSNorm needs sum x^2 only: each thread sums the squares it holds, a shuffle tree and
@@ -49,6 +53,17 @@
 #include "cuda_check.h"
 #include "membound.h"
 
+/* Thread block clusters (sm_90), as in step 4: a row too long for one block is held by a
+ * cluster of them, which add their sums through distributed shared memory. The CPU backend
+ * launches no clusters; there, and on a GPU that cannot, such rows are streamed. */
+#ifndef EMU_CUDA_RUNTIME_H
+#define HAVE_CLUSTERS 1
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+#else
+#define HAVE_CLUSTERS 0
+#endif
+
 #define WARP 32
 #define FULL_MASK 0xffffffffu
 #define ROWS_PER_BLOCK 8      /* the warp-a-row kernel: 8 warps, 8 rows a block */
@@ -57,6 +72,7 @@
                                  (16384 where a row is read an element at a time: norm_rows) */
 #define STREAM_THREADS 1024   /* the streaming kernel, for longer rows */
 #define STREAM_EPT 16         /* values a thread loads at a time there */
+#define CLUSTER_MAX 8         /* the largest portable cluster: rows up to 8 * HELD_ROW_MAX held */
 
 /* ---- one access: W consecutive elements widened to fp32 (W = 16 bytes, or 1) -------------- */
 
@@ -416,6 +432,78 @@ norm_stream_kernel(const T *__restrict__ in, const T *__restrict__ w, const T *_
     }
 }
 
+#if HAVE_CLUSTERS
+/* A cluster of blocks a row (cluster dimensions (C, 1, 1), C blocks a row in the grid): block
+ * r of the cluster holds columns [r * span, r * span + span) in registers, EPT values a
+ * thread. Each sum over the row is the block's sum, left in the block's shared memory, then,
+ * after the cluster's barrier, the C blocks' sums added by every thread in rank order (the same
+ * bits in every block). LayerNorm takes two such sums, in two slots; the last barrier keeps
+ * every block until the others have read it. Rows are 16-byte aligned here (W = 16 bytes). */
+template <typename T, int EPT, int W, bool LAYER>
+static __global__ void __launch_bounds__(1024)
+norm_cluster_kernel(const T *__restrict__ in, const T *__restrict__ w, const T *__restrict__ b,
+                    T *__restrict__ out, int cols, float eps, int span)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    __shared__ float s_part[2][WARP]; /* the block's two sums */
+    __shared__ float s_share[2];      /* the block's shares of the row's sums, read by the cluster */
+    cg::cluster_group cluster = cg::this_cluster();
+    const unsigned nblocks = cluster.num_blocks(), rank = cluster.block_rank();
+    const size_t offset = (size_t)(blockIdx.x / nblocks) * cols;
+    const T *x = in + offset;
+    const int first = (int)rank * span, limit = min(cols, first + span);
+    /* the row's sum of one value a thread: the block's, then the cluster's, through slot i */
+    auto row_total = [&](float t, int i) {
+        t = block_sum(t, s_part[i]);
+        if (threadIdx.x == 0)
+            s_share[i] = t;
+        cluster.sync(); /* every block's share is written (and visible to the cluster) */
+        float total = 0.0f;
+        for (unsigned r = 0; r < nblocks; ++r)
+            total += *cluster.map_shared_rank(&s_share[i], r);
+        return total;
+    };
+    float v[EPT];
+    const int accesses = load_slice<EPT, W>(x, limit, first, threadIdx.x, blockDim.x, v);
+    float k = 0.0f, d = 0.0f, rstd;
+    if constexpr (LAYER) {
+        load_w<1>(x, &k); /* the shift: the row's first value, the same in every block */
+        float sum = 0.0f;
+#pragma unroll
+        for (int a = 0; a < EPT / W; ++a)
+            if (a < accesses) {
+#pragma unroll
+                for (int j = 0; j < W; ++j)
+                    sum += v[a * W + j] - k;
+            }
+        d = __fdividef(row_total(sum, 0), (float)cols);
+        float m2 = 0.0f;
+#pragma unroll
+        for (int a = 0; a < EPT / W; ++a)
+            if (a < accesses) {
+#pragma unroll
+                for (int j = 0; j < W; ++j) {
+                    const float e = (v[a * W + j] - k) - d;
+                    m2 += e * e;
+                }
+            }
+        rstd = rsqrtf(row_total(m2, 1) / cols + eps);
+    } else {
+        float ss = 0.0f; /* the columns past the slice hold 0 */
+#pragma unroll
+        for (int p = 0; p < EPT; ++p)
+            ss += v[p] * v[p];
+        rstd = rsqrtf(row_total(ss, 0) / cols + eps);
+    }
+    cluster.sync(); /* no block leaves while another still reads its shared memory */
+    store_norm_slice<LAYER, EPT, W>(out + offset, w, b, limit, first, threadIdx.x, blockDim.x, v,
+                                    k, d, rstd);
+#else
+    __trap(); /* clusters exist from sm_90; the launcher asks the device before it launches */
+#endif
+}
+#endif
+
 /* ---- the launchers -------------------------------------------------------------------------- */
 
 /* a block of whole warps, enough for cols at ept values a thread */
@@ -423,6 +511,50 @@ static int block_threads(int cols, int ept)
 {
     return cdiv(cdiv(cols, ept), WARP) * WARP;
 }
+
+#if HAVE_CLUSTERS
+/* Launches the cluster kernel for rows of HELD_ROW_MAX < cols <= CLUSTER_MAX * HELD_ROW_MAX, as
+ * step 4 does: C = cdiv(cols, HELD_ROW_MAX) blocks a row, each of as few whole warps as hold its
+ * share at 32 values a thread. false, launching nothing, where the device cannot run such a
+ * cluster or the rows are not 16-byte aligned: those are streamed. */
+template <typename T, int W, bool LAYER>
+static bool norm_cluster(const T *d_x, const T *d_w, const T *d_b, T *d_y, int rows, int cols,
+                         float eps)
+{
+    constexpr int EPT = HELD_ROW_MAX / 1024;
+    if constexpr (W == 1) {
+        return false;
+    } else {
+        static signed char fits[CLUSTER_MAX + 1][1024 / WARP + 1]; /* 0 not asked, 1 yes, -1 no */
+        const int c = cdiv(cols, HELD_ROW_MAX), threads = block_threads(cdiv(cols, c), EPT);
+        cudaLaunchAttribute attr;
+        attr.id = cudaLaunchAttributeClusterDimension;
+        attr.val.clusterDim.x = (unsigned)c;
+        attr.val.clusterDim.y = 1;
+        attr.val.clusterDim.z = 1;
+        cudaLaunchConfig_t config = {};
+        config.gridDim = dim3((unsigned)rows * (unsigned)c);
+        config.blockDim = dim3((unsigned)threads);
+        config.attrs = &attr;
+        config.numAttrs = 1;
+        signed char &fit = fits[c][threads / WARP];
+        if (fit == 0) {
+            int dev, can, clusters = 0;
+            CUDA_CHECK(cudaGetDevice(&dev));
+            CUDA_CHECK(cudaDeviceGetAttribute(&can, cudaDevAttrClusterLaunch, dev));
+            if (can)
+                CUDA_CHECK(cudaOccupancyMaxActiveClusters(
+                    &clusters, norm_cluster_kernel<T, EPT, W, LAYER>, &config));
+            fit = clusters > 0 ? 1 : -1;
+        }
+        if (fit < 0)
+            return false;
+        CUDA_CHECK(cudaLaunchKernelEx(&config, norm_cluster_kernel<T, EPT, W, LAYER>, d_x, d_w, d_b,
+                                      d_y, cols, eps, EPT * threads));
+        return true;
+    }
+}
+#endif
 
 template <typename T, int W, bool LAYER>
 static void norm_rows(const T *d_x, const T *d_w, const T *d_b, T *d_y, int rows, int cols,
@@ -445,6 +577,11 @@ static void norm_rows(const T *d_x, const T *d_w, const T *d_b, T *d_y, int rows
     else if (cols <= HELD_EPT * 1024)
         norm_block_kernel<T, HELD_EPT, W, LAYER><<<rows, block_threads(cols, HELD_EPT)>>>(
             d_x, d_w, d_b, d_y, cols, eps);
+#if HAVE_CLUSTERS
+    else if (cols <= CLUSTER_MAX * HELD_ROW_MAX && norm_cluster<T, W, LAYER>(d_x, d_w, d_b, d_y, rows,
+                                                                             cols, eps))
+        ; /* a cluster a row */
+#endif
     else
         norm_stream_kernel<T, W, LAYER><<<rows, STREAM_THREADS>>>(d_x, d_w, d_b, d_y, cols, eps);
 }
