@@ -9,6 +9,10 @@
  *   pairs with the online-softmax merge: when the max grows from m to m', a sum taken against
  *   m is rescaled by exp(m - m') before the other sum is added, so one reduction of pairs
  *   gives both statistics (a shuffle tree within the warp, shared memory across warps).
+ *   Within a warp that holds a whole row, the 32 pairs merge at once: the row's max by a
+ *   shuffle tree, then each lane rescales its sum once, by exp(m_lane - m), and a second
+ *   tree adds them; one exponential a lane instead of one at each level of pairwise merges,
+ *   which matters where a lane holds only 8 values.
  *   Every output is then exp(x - m_thread) * exp(m_thread - m_row) / sum: the exponentials
  *   were computed once, in registers, and the row is read from memory once and written once.
  *   Three shapes, the launcher choosing from cols:
@@ -230,6 +234,26 @@ static __device__ __forceinline__ void warp_merge(float &m, float &s)
         merge(m, s, __shfl_xor_sync(FULL_MASK, m, offset), __shfl_xor_sync(FULL_MASK, s, offset));
 }
 
+/* The warp's pair in every lane, for a row a warp holds: the merge of the 32 lanes' pairs at
+ * once. The row's max m by a butterfly of max_nan; then each lane rescales its own sum to m
+ * with one exponential, exp(m_lane - m), and a butterfly of additions sums them. Pairwise
+ * merges (warp_merge) take an exponential at each of the five levels; this takes one, and the
+ * same factor scales the lane's outputs. Returns m; s becomes the row's sum, *lane_scale
+ * the lane's exp(m_lane - m) (0 for a lane whose values are all -inf, or that holds none). */
+static __device__ __forceinline__ float warp_max_sum(float m_lane, float &s, float *lane_scale)
+{
+    float m = m_lane;
+#pragma unroll
+    for (int offset = WARP / 2; offset > 0; offset /= 2)
+        m = max_nan(m, __shfl_xor_sync(FULL_MASK, m, offset));
+    *lane_scale = expf(m_lane - exp_base(m));
+    s *= *lane_scale;
+#pragma unroll
+    for (int offset = WARP / 2; offset > 0; offset /= 2)
+        s += __shfl_xor_sync(FULL_MASK, s, offset);
+    return m;
+}
+
 /* Every thread ends with the block's pair (blockDim.x a multiple of 32). Each warp leaves its
  * pair in shared memory; after the barrier every warp merges all of them itself, which saves
  * the second barrier a broadcast from one warp would need. Once a block: a second call would
@@ -265,12 +289,11 @@ softmax_warp_kernel(const T *__restrict__ in, T *__restrict__ out, int rows, int
     if (row >= rows)
         return; /* whole warps leave: the shuffles below always see 32 lanes */
     const int lane = threadIdx.x % WARP;
-    float v[EPT], m, s;
+    float v[EPT], m, s, lane_scale;
     load_slice<EPT, W>(in + (size_t)row * cols, cols, 0, lane, WARP, -INFINITY, v);
     slice_max_sum(v, m, s);
-    const float m_thread = m;
-    warp_merge(m, s);
-    const float scale = expf(m_thread - m) / s;
+    warp_max_sum(m, s, &lane_scale);
+    const float scale = lane_scale / s;
 #pragma unroll
     for (int p = 0; p < EPT; ++p)
         v[p] *= scale;
