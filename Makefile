@@ -72,7 +72,10 @@ SIDE         := $(if $(filter 1 yes true,$(SOLUTIONS)),solutions,chapters)
 # files of the same name and shares the rest (the given baseline, say).
 cu_sources = $(if $(filter solutions,$1),$(wildcard solutions/$2/*.cu) \
                $(filter-out $(patsubst solutions/%,chapters/%,$(wildcard solutions/$2/*.cu)),$(wildcard chapters/$2/*.cu)),\
-               $(wildcard chapters/$2/*.cu))
+               $(wildcard chapters/$2/*.cu)) $(GIVEN_FROM_$2)
+# Given code a chapter borrows from an earlier one, linked as that chapter builds it: chapter
+# 08's graph step captures chapter 06's three kernels.
+GIVEN_FROM_08-transfers-streams := chapters/06-error-checking/pipeline_kernels.cu
 
 # Kernel files that only a GPU can run (inline PTX, TMA, wgmma): named *_sm90.cu or *_sm90a.cu,
 # left out of CPU-backend builds; their graders say such rungs are graded on a GPU only. And
