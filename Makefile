@@ -354,7 +354,9 @@ PLOTS      := $(patsubst %,build/plots/%.pdf,$(PLOT_NAMES)) $(if $(wildcard plot
 # the names whose fresh data is newer than the committed, in one shell for all of them
 FRESHER := $(if $(wildcard $(FRESH_DATA)/*.tsv),$(shell for n in $(PLOT_NAMES); do \
              [ -f $(FRESH_DATA)/$$n.tsv ] && [ $(FRESH_DATA)/$$n.tsv -nt $(PLOT_DATA)/$$n.tsv ] && echo $$n; done))
-plot_data = $(if $(filter $1,$(FRESHER)),$(FRESH_DATA)/$1.tsv,$(PLOT_DATA)/$1.tsv)
+# A chapter whose GPU measurements are not committed yet is drawn from the CPU backend's
+# (plots/data/emu/NN.tsv: its schedule, host times that say nothing about a GPU).
+plot_data = $(if $(filter $1,$(FRESHER)),$(FRESH_DATA)/$1.tsv,$(if $(wildcard $(PLOT_DATA)/$1.tsv),$(PLOT_DATA)/$1.tsv,$(firstword $(wildcard plots/data/emu/$1.tsv) $(PLOT_DATA)/$1.tsv)))
 
 # build/plots/NAME.data names the file(s) the figure is drawn from; it changes (and the figure
 # is redrawn) when the choice does, say when build/results/ is cleaned away

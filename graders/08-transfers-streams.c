@@ -1502,7 +1502,7 @@ static int gantt(const char *path, const struct device_info *info, size_t n, siz
                    "streams; times in ms from the first operation (%s)\n", info->name,
                 info->driver, n, chunk, k,
                 gpu_times_are_real() ? "CUDA events; the host's copies by its clock"
-                                     : "the CPU backend's host clock, not a GPU's");
+                                     : "the CPU backend's host clock");
         gantt_write(f, g, ng);
         if (fclose(f) != 0)
             bad = -1;
@@ -1544,7 +1544,7 @@ static int bench(const char *path)
             fprintf(stderr, "bench: %s\n", why);
             return EXIT_FAILURE;
         }
-        if (results_open(&out, path, info.name, "CPU backend: host times, not a GPU's") != 0) {
+        if (results_open(&out, path, info.name, "CPU backend, host times") != 0) {
             perror(path);
             return EXIT_FAILURE;
         }
