@@ -34,7 +34,9 @@
  *            chunk d - 1 before chunk d is issued, runs chunk d - 1 first)
  *   speed    on a GPU, 256 MiB in 8 MiB chunks over 4 streams within 1.1x of its floor, measured
  *            in the same run: the busiest of the host (its copies in and out of staging), the
- *            link (both directions at once) and the kernel, each timed alone
+ *            link (both directions at once) and the kernel, each timed alone; and at least half
+ *            of the time that overlap can hide (the parts one after the other, less the floor)
+ *            hidden
  *
  * The lesson is README.md beside this file; its hints for step 2 are there too. */
 #include <string.h>
