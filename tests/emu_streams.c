@@ -1,12 +1,16 @@
 /* emu_streams.c: the tests of the emu's stream scheduler (make emu-test): work on created
  * streams waits for a synchronisation and then runs in an order that respects only stream
  * order, events and the legacy default stream, shuffled from a seed; the schedule it ran is
- * recorded (harness/emu/README.md, "Streams"; emu_streams.h).
+ * recorded (harness/emu/README.md, "Streams"; emu_streams.h). Stream capture and graphs: a
+ * captured loop replays as it ran, forked branches run in a shuffled order, the calls CUDA
+ * refuses during capture invalidate it (README.md, "Graphs").
  *
  * Check runs every test in its own process, so a stream, an order set by emu_shuffle_streams or
  * a sticky error of one test never reaches the next. */
 #define _GNU_SOURCE
 #include <check.h>
+#include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -646,6 +650,733 @@ START_TEST(a_refused_launch_on_a_stream_is_reported_at_once)
 }
 END_TEST
 
+/* ---------------------------------------------------------------- graphs */
+
+#define ITERS 10
+#define REPLAYS 5
+
+/* The chapter's launch-bound loop, in small: three kernels an iteration, the last with an
+ * argument that changes every iteration (each captured node keeps its own). */
+static void iterations(float *x, float *y, cudaStream_t s)
+{
+    for (int k = 0; k < ITERS; ++k) {
+        esk_affine(x, x, N, 0.5f, 1.0f, s);
+        esk_add(x, y, N, 0.25f, s);
+        esk_affine(y, x, N, 0.5f, (float)k, s);
+    }
+}
+
+static void start_values(float *x, float *y)
+{
+    float h[N];
+    for (int i = 0; i < N; ++i)
+        h[i] = (float)(i % 7);
+    CK_CUDA(cudaMemcpy(x, h, BYTES, cudaMemcpyHostToDevice));
+    CK_CUDA(cudaMemset(y, 0, BYTES));
+}
+
+/* x after REPLAYS runs of the loop, as plain launches */
+static void plain_result(float *x, float *y, cudaStream_t s, float *out)
+{
+    start_values(x, y);
+    for (int r = 0; r < REPLAYS; ++r)
+        iterations(x, y, s);
+    CK_CUDA(cudaGetLastError());
+    CK_CUDA(cudaStreamSynchronize(s));
+    CK_CUDA(cudaMemcpy(out, x, BYTES, cudaMemcpyDeviceToHost));
+}
+
+START_TEST(graph_replay_matches_plain_launches)
+{
+    set_order("inorder");
+    float *x, *y, want[N], got[N];
+    cudaStream_t s;
+    CK_CUDA(cudaMalloc((void **)&x, BYTES));
+    CK_CUDA(cudaMalloc((void **)&y, BYTES));
+    CK_CUDA(cudaStreamCreate(&s));
+    plain_result(x, y, s, want);
+
+    start_values(x, y);
+    emu_schedule_reset();
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    CK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    iterations(x, y, s);
+    CK_CUDA(cudaGetLastError());
+    CK_CUDA(cudaStreamEndCapture(s, &graph));
+    ck_assert_uint_eq(emu_schedule_count(), 0); /* captured, not run */
+    size_t count = 0;
+    CK_CUDA(cudaGraphGetNodes(graph, NULL, &count));
+    ck_assert_uint_eq(count, 3 * ITERS);
+    cudaGraphNode_t nodes[3 * ITERS + 2];
+    count = 3 * ITERS + 2;
+    CK_CUDA(cudaGraphGetNodes(graph, nodes, &count));
+    ck_assert_uint_eq(count, 3 * ITERS);
+    ck_assert_ptr_null(nodes[3 * ITERS]);
+    for (size_t i = 0; i < count; ++i) {
+        enum cudaGraphNodeType type;
+        CK_CUDA(cudaGraphNodeGetType(nodes[i], &type));
+        ck_assert_int_eq(type, cudaGraphNodeTypeKernel);
+    }
+    CK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    for (int r = 0; r < REPLAYS; ++r)
+        CK_CUDA(cudaGraphLaunch(exec, s));
+    ck_assert_uint_eq(emu_schedule_count(), 0); /* queued until the host waits */
+    CK_CUDA(cudaStreamSynchronize(s));
+    size_t n;
+    struct emu_op *ops = schedule(&n);
+    CK_CUDA(cudaMemcpy(got, x, BYTES, cudaMemcpyDeviceToHost));
+    ck_assert_msg(!memcmp(got, want, BYTES), "replayed graph: x[1] = %g, plain launches: %g", got[1],
+                  want[1]);
+
+    /* the record: one graph launch, then its kernels in order, each marked with the graph */
+    ck_assert_uint_eq(n, REPLAYS * (1 + 3 * ITERS));
+    const int g = emu_graph_exec_index(exec);
+    ck_assert_int_gt(g, 0);
+    for (size_t i = 0; i < n; ++i) {
+        const int launch = i % (1 + 3 * ITERS) == 0;
+        ck_assert_int_eq(ops[i].kind, launch ? EMU_OP_GRAPH_LAUNCH : EMU_OP_KERNEL);
+        ck_assert_str_eq(ops[i].name, launch ? "graph" : (i % (1 + 3 * ITERS)) % 3 == 2 ? "add_kernel"
+                                                                                    : "affine_kernel");
+        ck_assert_int_eq(ops[i].graph, g);
+        ck_assert_int_eq(ops[i].stream, emu_stream_index(s));
+        ck_assert_int_eq(ops[i].host_sync, 0);
+        ck_assert(i == 0 || ops[i].issue > ops[i - 1].issue);
+    }
+    free(ops);
+
+    /* the same graph on the legacy stream: run before each launch returns */
+    start_values(x, y);
+    emu_schedule_reset();
+    for (int r = 0; r < REPLAYS; ++r)
+        CK_CUDA(cudaGraphLaunch(exec, 0));
+    ck_assert_uint_eq(emu_schedule_count(), REPLAYS * (1 + 3 * ITERS));
+    ops = schedule(&n);
+    CK_CUDA(cudaMemcpy(got, x, BYTES, cudaMemcpyDeviceToHost));
+    ck_assert(!memcmp(got, want, BYTES));
+    for (size_t i = 0; i < n; ++i) {
+        ck_assert_int_eq(ops[i].stream, 0);
+        ck_assert_int_eq(ops[i].host_sync, 1);
+    }
+    free(ops);
+
+    /* the graph column of the table */
+    char path[] = "/tmp/emu_graph_schedule_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    ck_assert_int_eq(emu_schedule_write_tsv(path), 0);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    char line[512], tail[16];
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+    ck_assert_msg(strstr(line, "\tafter\tgraph\n"), "%s", line);
+    int rows = 0;
+    while (fgets(line, sizeof line, f)) {
+        snprintf(tail, sizeof tail, "\t%d\n", rows < REPLAYS * (1 + 3 * ITERS) ? g : 0);
+        ck_assert_msg(strlen(line) > strlen(tail) && !strcmp(line + strlen(line) - strlen(tail), tail),
+                      "%s", line);
+        ++rows;
+    }
+    fclose(f);
+    unlink(path);
+    ck_assert_int_eq(rows, REPLAYS * (1 + 3 * ITERS) + 1); /* and the copy back, not a graph's */
+
+    CK_CUDA(cudaGraphExecDestroy(exec));
+    CK_CUDA(cudaGraphDestroy(graph));
+    CK_CUDA(cudaStreamDestroy(s));
+    CK_CUDA(cudaFree(x));
+    CK_CUDA(cudaFree(y));
+}
+END_TEST
+
+/* Captured into a graph by a function whose arguments are gone when the graph runs. */
+static void capture_scale(float *d, float *in, float *out, float scale, cudaStream_t s)
+{
+    CK_CUDA(cudaMemcpyAsync(d, in, BYTES, cudaMemcpyHostToDevice, s));
+    esk_affine(d, d, N, scale, 0.0f, s);
+    CK_CUDA(cudaMemcpyAsync(out, d, BYTES, cudaMemcpyDeviceToHost, s));
+}
+
+START_TEST(captured_arguments_are_the_values_at_capture)
+{
+    float *d, *in, *out;
+    cudaStream_t s;
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    CK_CUDA(cudaMalloc((void **)&d, BYTES));
+    CK_CUDA(cudaMallocHost((void **)&in, BYTES));
+    CK_CUDA(cudaMallocHost((void **)&out, BYTES));
+    CK_CUDA(cudaStreamCreate(&s));
+    float scale = 2.0f;
+    CK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    capture_scale(d, in, out, scale, s);
+    CK_CUDA(cudaStreamEndCapture(s, &graph));
+    scale = 3.0f; /* the graph keeps 2 */
+    CK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    size_t count;
+    CK_CUDA(cudaGraphGetNodes(graph, NULL, &count));
+    ck_assert_uint_eq(count, 3);
+    cudaGraphNode_t nodes[3];
+    CK_CUDA(cudaGraphGetNodes(graph, nodes, &count));
+    enum cudaGraphNodeType type;
+    CK_CUDA(cudaGraphNodeGetType(nodes[0], &type));
+    ck_assert_int_eq(type, cudaGraphNodeTypeMemcpy);
+    CK_CUDA(cudaGraphNodeGetType(nodes[1], &type));
+    ck_assert_int_eq(type, cudaGraphNodeTypeKernel);
+    /* the copies read the host buffer when the graph runs, the kernel has its arguments */
+    for (int round = 1; round <= 3; ++round) {
+        for (int i = 0; i < N; ++i)
+            in[i] = (float)(round * i);
+        CK_CUDA(cudaGraphLaunch(exec, s));
+        CK_CUDA(cudaStreamSynchronize(s));
+        for (int i = 0; i < N; ++i)
+            ck_assert_msg(out[i] == 2.0f * (float)(round * i), "round %d: out[%d] = %g", round, i, out[i]);
+    }
+    (void)scale;
+    CK_CUDA(cudaGraphExecDestroy(exec));
+    CK_CUDA(cudaGraphDestroy(graph));
+    CK_CUDA(cudaStreamDestroy(s));
+    CK_CUDA(cudaFree(d));
+    CK_CUDA(cudaFreeHost(in));
+    CK_CUDA(cudaFreeHost(out));
+}
+END_TEST
+
+/* A graph of two branches, captured on s1 with s2 forked in and joined back:
+ *   memset x = 0; A: x = 2 in + 1; B (on s2): y = 3 x; C: z = in + 5; D: z += y; z to the host
+ * so z = 7 in + 8. with_dependency: s2 forks after A, so B reads A's x; otherwise it forks
+ * after the memset, and B races A (y = 0 when it wins: z = in + 5). Launched `launches` times;
+ * returns how many results were wrong, summed. */
+static int forked_graph(int with_dependency, int launches)
+{
+    float *h_in, *h_out, *d_in, *x, *y, *z;
+    CK_CUDA(cudaMallocHost((void **)&h_in, BYTES));
+    CK_CUDA(cudaMallocHost((void **)&h_out, BYTES));
+    CK_CUDA(cudaMalloc((void **)&d_in, BYTES));
+    CK_CUDA(cudaMalloc((void **)&x, BYTES));
+    CK_CUDA(cudaMalloc((void **)&y, BYTES));
+    CK_CUDA(cudaMalloc((void **)&z, BYTES));
+    for (int i = 0; i < N; ++i)
+        h_in[i] = (float)(i + 1);
+    CK_CUDA(cudaMemcpy(d_in, h_in, BYTES, cudaMemcpyHostToDevice));
+    cudaStream_t s1, s2;
+    cudaEvent_t fork, join;
+    CK_CUDA(cudaStreamCreate(&s1));
+    CK_CUDA(cudaStreamCreate(&s2));
+    CK_CUDA(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+    CK_CUDA(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    CK_CUDA(cudaStreamBeginCapture(s1, cudaStreamCaptureModeGlobal));
+    CK_CUDA(cudaMemsetAsync(x, 0, BYTES, s1));
+    if (!with_dependency) {
+        CK_CUDA(cudaEventRecord(fork, s1));
+        CK_CUDA(cudaStreamWaitEvent(s2, fork, 0));
+    }
+    esk_affine(d_in, x, N, 2.0f, 1.0f, s1);
+    if (with_dependency) {
+        CK_CUDA(cudaEventRecord(fork, s1));
+        CK_CUDA(cudaStreamWaitEvent(s2, fork, 0));
+    }
+    enum cudaStreamCaptureStatus status;
+    CK_CUDA(cudaStreamIsCapturing(s2, &status));
+    ck_assert_int_eq(status, cudaStreamCaptureStatusActive); /* joined the capture */
+    unsigned long long id1 = 0, id2 = 0;
+    CK_CUDA(cudaStreamGetCaptureInfo(s1, &status, &id1, NULL, NULL, NULL, NULL));
+    CK_CUDA(cudaStreamGetCaptureInfo(s2, &status, &id2, NULL, NULL, NULL, NULL));
+    ck_assert(id1 != 0 && id1 == id2);
+    esk_affine(x, y, N, 3.0f, 0.0f, s2);
+    esk_affine(d_in, z, N, 1.0f, 5.0f, s1);
+    CK_CUDA(cudaEventRecord(join, s2));
+    CK_CUDA(cudaStreamWaitEvent(s1, join, 0));
+    size_t ndeps = 0;
+    const cudaGraphNode_t *deps = NULL;
+    cudaGraph_t capturing = NULL;
+    CK_CUDA(cudaStreamGetCaptureInfo(s1, &status, NULL, &capturing, &deps, NULL, &ndeps));
+    ck_assert_uint_eq(ndeps, 2); /* C and B: the join */
+    ck_assert_ptr_nonnull(capturing);
+    ck_assert(deps[0] != deps[1]);
+    esk_add(y, z, N, 1.0f, s1);
+    CK_CUDA(cudaMemcpyAsync(h_out, z, BYTES, cudaMemcpyDeviceToHost, s1));
+    CK_CUDA(cudaGetLastError());
+    CK_CUDA(cudaStreamEndCapture(s1, &graph));
+    CK_CUDA(cudaStreamIsCapturing(s2, &status));
+    ck_assert_int_eq(status, cudaStreamCaptureStatusNone);
+    size_t count;
+    CK_CUDA(cudaGraphGetNodes(graph, NULL, &count));
+    ck_assert_uint_eq(count, 6);
+    CK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    CK_CUDA(cudaGraphDestroy(graph)); /* the executable graph is a copy */
+
+    int wrong = 0;
+    for (int l = 0; l < launches; ++l) {
+        memset(h_out, 0, BYTES);
+        CK_CUDA(cudaGraphLaunch(exec, s1));
+        CK_CUDA(cudaStreamSynchronize(s1));
+        for (int i = 0; i < N; ++i)
+            wrong += h_out[i] != 7.0f * (float)(i + 1) + 8.0f;
+    }
+    CK_CUDA(cudaGraphExecDestroy(exec));
+    CK_CUDA(cudaEventDestroy(fork));
+    CK_CUDA(cudaEventDestroy(join));
+    CK_CUDA(cudaStreamDestroy(s1));
+    CK_CUDA(cudaStreamDestroy(s2));
+    CK_CUDA(cudaFree(d_in));
+    CK_CUDA(cudaFree(x));
+    CK_CUDA(cudaFree(y));
+    CK_CUDA(cudaFree(z));
+    CK_CUDA(cudaFreeHost(h_in));
+    CK_CUDA(cudaFreeHost(h_out));
+    return wrong;
+}
+
+START_TEST(forked_graph_is_right_in_every_order)
+{
+    set_order("inorder");
+    ck_assert_int_eq(forked_graph(1, 3), 0);
+    for (unsigned seed = 1; seed <= 40; ++seed) {
+        shuffle_seed(seed);
+        ck_assert_msg(forked_graph(1, 3) == 0, "shuffle:%u", seed);
+    }
+    set_order("inorder");
+    for (unsigned long long seed = 1; seed <= 10; ++seed) {
+        emu_shuffle_streams(seed * 7919);
+        ck_assert_int_eq(forked_graph(1, 2), 0);
+    }
+}
+END_TEST
+
+/* A seed under which the branch without its dependency runs first on its first launch. */
+#define RACING_SEED 3
+
+START_TEST(missing_branch_dependency_is_wrong_under_some_seed)
+{
+    /* issue order hides it: A was captured before B */
+    set_order("inorder");
+    ck_assert_int_eq(forked_graph(0, 3), 0);
+    int caught = 0;
+    for (unsigned seed = 1; seed <= 8; ++seed) {
+        shuffle_seed(seed);
+        caught += forked_graph(0, 1) > 0;
+    }
+    ck_assert_msg(caught > 0, "no seed of 8 ran the branch before the kernel it did not wait for");
+    ck_assert_msg(caught < 8, "every seed ran the branch first: the order is not shuffled");
+
+    /* one seed, and the record of what it ran: B (issued after A) ran before A */
+    shuffle_seed(RACING_SEED);
+    emu_schedule_reset();
+    ck_assert_int_eq(forked_graph(0, 1), N);
+    size_t n;
+    struct emu_op *ops = schedule(&n);
+    const struct emu_op *launch = NULL;
+    for (size_t i = 0; i < n; ++i)
+        if (ops[i].kind == EMU_OP_GRAPH_LAUNCH)
+            launch = &ops[i];
+    ck_assert_ptr_nonnull(launch);
+    /* the nodes are issued right after their launch, in the order they were captured:
+     * memset, A, B, C, D, the copy */
+    const struct emu_op *a = NULL, *b = NULL;
+    for (size_t i = 0; i < n; ++i) {
+        if (ops[i].issue == launch->issue + 2)
+            a = &ops[i];
+        if (ops[i].issue == launch->issue + 3)
+            b = &ops[i];
+    }
+    ck_assert(a && b && a->kind == EMU_OP_KERNEL && b->kind == EMU_OP_KERNEL);
+    ck_assert_int_eq(a->graph, launch->graph);
+    ck_assert_int_eq(b->graph, launch->graph);
+    ck_assert_msg(b->run < a->run, "shuffle:%d ran A (run %llu) before B (run %llu)", RACING_SEED,
+                  a->run, b->run);
+    free(ops);
+}
+END_TEST
+
+enum illegal { STREAM_SYNC, STREAM_QUERY, DEVICE_SYNC, BLOCKING_COPY, LEGACY_LAUNCH, EVENT_SYNC,
+               EVENT_QUERY, EVENT_TIME, ADD_CALLBACK, OUTSIDE_EVENT };
+
+static void ignore_callback(cudaStream_t s, cudaError_t e, void *arg)
+{
+    (void)s, (void)e, (void)arg;
+}
+
+/* Captures a kernel on a blocking stream, makes the call CUDA refuses during capture, and checks
+ * that it returned `want`, invalidated the capture (work issued after is refused, EndCapture
+ * fails and gives no graph) and that the stream works again once the capture is over. */
+static void invalidating_call(enum illegal what, cudaError_t want, enum cudaStreamCaptureMode mode)
+{
+    float *d, h[16];
+    cudaStream_t s;
+    cudaEvent_t e, outside;
+    CK_CUDA(cudaMalloc((void **)&d, BYTES));
+    CK_CUDA(cudaStreamCreate(&s));
+    CK_CUDA(cudaEventCreate(&e));
+    CK_CUDA(cudaEventCreate(&outside));
+    CK_CUDA(cudaEventRecord(outside, s));
+    const int graphs = emu_live_graphs();
+    CK_CUDA(cudaStreamBeginCapture(s, mode));
+    esk_affine(d, d, N, 1.0f, 1.0f, s);
+    CK_CUDA(cudaEventRecord(e, s));
+    cudaError_t got = cudaSuccess;
+    switch (what) {
+    case STREAM_SYNC: got = cudaStreamSynchronize(s); break;
+    case STREAM_QUERY: got = cudaStreamQuery(s); break;
+    case DEVICE_SYNC: got = cudaDeviceSynchronize(); break;
+    case BLOCKING_COPY: got = cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost); break;
+    case LEGACY_LAUNCH: esk_affine(d, d, N, 1.0f, 1.0f, 0); got = cudaGetLastError(); break;
+    case EVENT_SYNC: got = cudaEventSynchronize(e); break;
+    case EVENT_QUERY: got = cudaEventQuery(e); break;
+    case EVENT_TIME: {
+        float ms;
+        got = cudaEventElapsedTime(&ms, outside, e);
+        break;
+    }
+    case ADD_CALLBACK: got = cudaStreamAddCallback(s, ignore_callback, NULL, 0); break;
+    case OUTSIDE_EVENT: got = cudaStreamWaitEvent(s, outside, 0); break;
+    }
+    ck_assert_msg(got == want, "illegal call %d: got %s, want %s", (int)what, cudaGetErrorName(got),
+                  cudaGetErrorName(want));
+    cudaGetLastError();
+    enum cudaStreamCaptureStatus status;
+    CK_CUDA(cudaStreamIsCapturing(s, &status));
+    ck_assert_int_eq(status, cudaStreamCaptureStatusInvalidated);
+    esk_affine(d, d, N, 1.0f, 1.0f, s);
+    CK_ERROR(cudaGetLastError(), cudaErrorStreamCaptureInvalidated);
+    CK_ERROR(cudaMemsetAsync(d, 0, BYTES, s), cudaErrorStreamCaptureInvalidated);
+    cudaGraph_t graph = (cudaGraph_t)&status; /* not null: EndCapture must clear it */
+    CK_ERROR(cudaStreamEndCapture(s, &graph), cudaErrorStreamCaptureInvalidated);
+    ck_assert_ptr_null(graph);
+    ck_assert_int_eq(emu_live_graphs(), graphs);
+    CK_CUDA(cudaStreamIsCapturing(s, &status));
+    ck_assert_int_eq(status, cudaStreamCaptureStatusNone);
+    /* the capture is over: everything works, and nothing captured ever runs */
+    CK_CUDA(cudaMemset(d, 0, BYTES));
+    CK_CUDA(cudaMemsetAsync(d, 0xff, 16, s));
+    CK_CUDA(cudaStreamSynchronize(s));
+    CK_CUDA(cudaEventSynchronize(e));
+    CK_CUDA(cudaDeviceSynchronize());
+    CK_CUDA(cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost));
+    ck_assert(isnan(h[3]));
+    ck_assert_float_eq(h[4], 0.0f);
+    CK_CUDA(cudaEventDestroy(e));
+    CK_CUDA(cudaEventDestroy(outside));
+    CK_CUDA(cudaStreamDestroy(s));
+    CK_CUDA(cudaFree(d));
+}
+
+START_TEST(illegal_calls_during_capture_invalidate_it)
+{
+    invalidating_call(STREAM_SYNC, cudaErrorStreamCaptureUnsupported, cudaStreamCaptureModeGlobal);
+    invalidating_call(STREAM_QUERY, cudaErrorStreamCaptureUnsupported, cudaStreamCaptureModeRelaxed);
+    invalidating_call(DEVICE_SYNC, cudaErrorStreamCaptureUnsupported, cudaStreamCaptureModeGlobal);
+    invalidating_call(DEVICE_SYNC, cudaErrorStreamCaptureUnsupported, cudaStreamCaptureModeThreadLocal);
+    invalidating_call(DEVICE_SYNC, cudaErrorStreamCaptureUnsupported, cudaStreamCaptureModeRelaxed);
+    invalidating_call(BLOCKING_COPY, cudaErrorStreamCaptureImplicit, cudaStreamCaptureModeGlobal);
+    invalidating_call(BLOCKING_COPY, cudaErrorStreamCaptureImplicit, cudaStreamCaptureModeThreadLocal);
+    invalidating_call(LEGACY_LAUNCH, cudaErrorStreamCaptureImplicit, cudaStreamCaptureModeGlobal);
+    invalidating_call(EVENT_SYNC, cudaErrorCapturedEvent, cudaStreamCaptureModeGlobal);
+    invalidating_call(EVENT_QUERY, cudaErrorCapturedEvent, cudaStreamCaptureModeRelaxed);
+    invalidating_call(EVENT_TIME, cudaErrorCapturedEvent, cudaStreamCaptureModeGlobal);
+    invalidating_call(ADD_CALLBACK, cudaErrorStreamCaptureUnsupported, cudaStreamCaptureModeGlobal);
+    invalidating_call(OUTSIDE_EVENT, cudaErrorStreamCaptureIsolation, cudaStreamCaptureModeGlobal);
+}
+END_TEST
+
+START_TEST(the_legacy_stream_during_capture)
+{
+    float *d, h[16];
+    cudaStream_t blocking, nonblocking;
+    cudaGraph_t graph;
+    enum cudaStreamCaptureStatus status;
+    CK_CUDA(cudaMalloc((void **)&d, BYTES));
+    CK_CUDA(cudaMemset(d, 0, BYTES));
+    CK_CUDA(cudaStreamCreate(&blocking));
+    CK_CUDA(cudaStreamCreateWithFlags(&nonblocking, cudaStreamNonBlocking));
+    /* a non-blocking stream's capture does not involve the legacy stream */
+    CK_CUDA(cudaStreamBeginCapture(nonblocking, cudaStreamCaptureModeGlobal));
+    esk_affine(d, d, N, 1.0f, 1.0f, nonblocking);
+    CK_CUDA(cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost));
+    ck_assert_float_eq(h[0], 0.0f); /* the captured kernel has not run */
+    CK_CUDA(cudaStreamIsCapturing(0, &status));
+    ck_assert_int_eq(status, cudaStreamCaptureStatusNone);
+    CK_CUDA(cudaStreamIsCapturing(nonblocking, &status));
+    ck_assert_int_eq(status, cudaStreamCaptureStatusActive);
+    CK_CUDA(cudaStreamEndCapture(nonblocking, &graph));
+    CK_CUDA(cudaGraphDestroy(graph));
+    /* a blocking one's: asking the legacy stream whether it captures is refused, and harmless */
+    CK_CUDA(cudaStreamBeginCapture(blocking, cudaStreamCaptureModeGlobal));
+    esk_affine(d, d, N, 1.0f, 1.0f, blocking);
+    CK_ERROR(cudaStreamIsCapturing(0, &status), cudaErrorStreamCaptureImplicit);
+    CK_ERROR(cudaStreamGetCaptureInfo(cudaStreamLegacy, &status, NULL, NULL, NULL, NULL, NULL),
+             cudaErrorStreamCaptureImplicit);
+    CK_CUDA(cudaStreamIsCapturing(blocking, &status));
+    ck_assert_int_eq(status, cudaStreamCaptureStatusActive);
+    CK_CUDA(cudaStreamEndCapture(blocking, &graph));
+    /* capture may not begin on the legacy stream (cudaStreamPerThread is the legacy stream here) */
+    CK_ERROR(cudaStreamBeginCapture(0, cudaStreamCaptureModeGlobal), cudaErrorStreamCaptureUnsupported);
+    CK_ERROR(cudaStreamBeginCapture(cudaStreamLegacy, cudaStreamCaptureModeGlobal),
+             cudaErrorStreamCaptureUnsupported);
+    CK_ERROR(cudaStreamBeginCapture(cudaStreamPerThread, cudaStreamCaptureModeGlobal),
+             cudaErrorStreamCaptureUnsupported);
+    CK_ERROR(cudaGetLastError(), cudaErrorStreamCaptureUnsupported);
+    CK_CUDA(cudaGetLastError());
+    /* the graph runs on the legacy stream */
+    cudaGraphExec_t exec;
+    CK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    CK_CUDA(cudaGraphLaunch(exec, 0));
+    CK_CUDA(cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost));
+    ck_assert_float_eq(h[0], 1.0f);
+    CK_CUDA(cudaGraphExecDestroy(exec));
+    CK_CUDA(cudaGraphDestroy(graph));
+    CK_CUDA(cudaStreamDestroy(blocking));
+    CK_CUDA(cudaStreamDestroy(nonblocking));
+    CK_CUDA(cudaFree(d));
+}
+END_TEST
+
+START_TEST(an_unjoined_fork_fails_end_capture)
+{
+    float *d, h[4];
+    cudaStream_t s1, s2;
+    cudaEvent_t fork, join;
+    cudaGraph_t graph;
+    enum cudaStreamCaptureStatus status;
+    CK_CUDA(cudaMalloc((void **)&d, BYTES));
+    CK_CUDA(cudaMemset(d, 0, BYTES));
+    CK_CUDA(cudaStreamCreate(&s1));
+    CK_CUDA(cudaStreamCreate(&s2));
+    CK_CUDA(cudaEventCreate(&fork));
+    CK_CUDA(cudaEventCreate(&join));
+    emu_schedule_reset();
+    const int graphs = emu_live_graphs();
+    CK_CUDA(cudaStreamBeginCapture(s1, cudaStreamCaptureModeGlobal));
+    esk_affine(d, d, N, 1.0f, 1.0f, s1);
+    CK_CUDA(cudaEventRecord(fork, s1));
+    CK_CUDA(cudaStreamWaitEvent(s2, fork, 0));
+    esk_affine(d + 512, d + 512, 256, 1.0f, 1.0f, s2);
+    /* the capture is ended where it began */
+    CK_ERROR(cudaStreamEndCapture(s2, &graph), cudaErrorStreamCaptureUnmatched);
+    CK_CUDA(cudaStreamIsCapturing(s2, &status));
+    ck_assert_int_eq(status, cudaStreamCaptureStatusActive);
+    graph = (cudaGraph_t)&status;
+    CK_ERROR(cudaStreamEndCapture(s1, &graph), cudaErrorStreamCaptureUnjoined);
+    ck_assert_ptr_null(graph);
+    ck_assert_int_eq(emu_live_graphs(), graphs);
+    CK_CUDA(cudaStreamIsCapturing(s1, &status));
+    ck_assert_int_eq(status, cudaStreamCaptureStatusNone);
+    CK_CUDA(cudaStreamIsCapturing(s2, &status));
+    ck_assert_int_eq(status, cudaStreamCaptureStatusNone);
+    CK_ERROR(cudaStreamEndCapture(s1, &graph), cudaErrorIllegalState); /* no capture now */
+    /* both streams work again; nothing captured ran */
+    CK_CUDA(cudaStreamSynchronize(s2));
+    ck_assert_uint_eq(emu_schedule_count(), 0);
+    CK_CUDA(cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost));
+    ck_assert_float_eq(h[0], 0.0f);
+
+    /* joined, the same capture succeeds */
+    CK_CUDA(cudaStreamBeginCapture(s1, cudaStreamCaptureModeGlobal));
+    esk_affine(d, d, N, 1.0f, 1.0f, s1);
+    CK_CUDA(cudaEventRecord(fork, s1));
+    CK_CUDA(cudaStreamWaitEvent(s2, fork, 0));
+    esk_affine(d + 512, d + 512, 256, 1.0f, 1.0f, s2);
+    CK_CUDA(cudaEventRecord(join, s2));
+    CK_CUDA(cudaStreamWaitEvent(s1, join, 0));
+    CK_CUDA(cudaStreamEndCapture(s1, &graph));
+    ck_assert_int_eq(emu_live_graphs(), graphs + 1);
+    size_t count;
+    CK_CUDA(cudaGraphGetNodes(graph, NULL, &count));
+    ck_assert_uint_eq(count, 2);
+    CK_CUDA(cudaGraphDestroy(graph));
+    CK_CUDA(cudaEventDestroy(fork));
+    CK_CUDA(cudaEventDestroy(join));
+    CK_CUDA(cudaStreamDestroy(s1));
+    CK_CUDA(cudaStreamDestroy(s2));
+    CK_CUDA(cudaFree(d));
+}
+END_TEST
+
+static cudaError_t ended_elsewhere;
+static cudaStream_t ended_stream;
+static cudaGraph_t ended_graph;
+
+static void *end_capture_thread(void *arg)
+{
+    (void)arg;
+    ended_elsewhere = cudaStreamEndCapture(ended_stream, &ended_graph);
+    return NULL;
+}
+
+static cudaError_t end_capture_in_a_thread(cudaStream_t s)
+{
+    pthread_t t;
+    ended_stream = s;
+    ended_graph = NULL;
+    ck_assert_int_eq(pthread_create(&t, NULL, end_capture_thread, NULL), 0);
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    return ended_elsewhere;
+}
+
+START_TEST(capture_calls_check_their_arguments)
+{
+    float *d;
+    cudaStream_t s;
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    enum cudaStreamCaptureStatus status;
+    CK_CUDA(cudaMalloc((void **)&d, BYTES));
+    CK_CUDA(cudaStreamCreate(&s));
+    CK_ERROR(cudaStreamBeginCapture(s, (enum cudaStreamCaptureMode)7), cudaErrorInvalidValue);
+    CK_ERROR(cudaStreamEndCapture(s, &graph), cudaErrorIllegalState);
+    CK_ERROR(cudaStreamIsCapturing(s, NULL), cudaErrorInvalidValue);
+    CK_CUDA(cudaStreamGetCaptureInfo(s, &status, NULL, NULL, NULL, NULL, NULL));
+    ck_assert_int_eq(status, cudaStreamCaptureStatusNone);
+    CK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    CK_ERROR(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaErrorIllegalState);
+    esk_affine(d, d, N, 1.0f, 1.0f, s);
+    /* the capture so far */
+    unsigned long long id = 0;
+    cudaGraph_t capturing = NULL;
+    const cudaGraphNode_t *deps = NULL;
+    const cudaGraphEdgeData *edges = NULL;
+    size_t ndeps = 0, count = 1;
+    CK_ERROR(cudaStreamGetCaptureInfo(s, &status, NULL, NULL, NULL, &edges, NULL), cudaErrorInvalidValue);
+    CK_CUDA(cudaStreamGetCaptureInfo(s, &status, &id, &capturing, &deps, &edges, &ndeps));
+    ck_assert_int_eq(status, cudaStreamCaptureStatusActive);
+    ck_assert(id != 0);
+    ck_assert_uint_eq(ndeps, 1);
+    ck_assert_int_eq(edges[0].type, 0);
+    cudaGraphNode_t node;
+    CK_CUDA(cudaGraphGetNodes(capturing, &node, &count));
+    ck_assert_ptr_eq(node, deps[0]);
+    CK_ERROR(cudaGraphDestroy(capturing), cudaErrorIllegalState); /* the capture's, not ours */
+    CK_ERROR(cudaStreamEndCapture(s, NULL), cudaErrorInvalidValue);
+    /* a capture not begun relaxed is ended by its thread */
+    CK_ERROR(end_capture_in_a_thread(s), cudaErrorStreamCaptureWrongThread);
+    CK_CUDA(cudaStreamEndCapture(s, &graph));
+    CK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
+    esk_affine(d, d, N, 1.0f, 1.0f, s);
+    CK_CUDA(end_capture_in_a_thread(s));
+    ck_assert_ptr_nonnull(ended_graph);
+    CK_CUDA(cudaGraphDestroy(ended_graph));
+
+    CK_ERROR(cudaGraphInstantiate(NULL, graph, 0), cudaErrorInvalidValue);
+    CK_ERROR(cudaGraphInstantiate(&exec, NULL, 0), cudaErrorInvalidValue);
+    CK_ERROR(cudaGraphInstantiate(&exec, graph, cudaGraphInstantiateFlagDeviceLaunch),
+             cudaErrorInvalidValue);
+    CK_CUDA(cudaGraphInstantiate(&exec, graph, cudaGraphInstantiateFlagAutoFreeOnLaunch));
+    CK_ERROR(cudaGraphLaunch(NULL, s), cudaErrorInvalidValue);
+    CK_ERROR(cudaGraphGetNodes(graph, NULL, NULL), cudaErrorInvalidValue);
+    CK_ERROR(cudaGraphNodeGetType(NULL, NULL), cudaErrorInvalidValue);
+    CK_CUDA(cudaGraphExecDestroy(exec));
+    CK_ERROR(cudaGraphLaunch(exec, s), cudaErrorInvalidValue); /* destroyed */
+    CK_ERROR(cudaGraphExecDestroy(exec), cudaErrorInvalidValue);
+    CK_CUDA(cudaGraphDestroy(graph));
+    CK_ERROR(cudaGraphDestroy(graph), cudaErrorInvalidValue);
+    CK_ERROR(cudaGraphInstantiate(&exec, graph, 0), cudaErrorInvalidValue);
+    CK_ERROR(cudaGetLastError(), cudaErrorInvalidValue);
+
+    /* two captures may not become one: both are invalidated */
+    cudaStream_t other;
+    cudaEvent_t e;
+    CK_CUDA(cudaStreamCreate(&other));
+    CK_CUDA(cudaEventCreate(&e));
+    CK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    CK_CUDA(cudaStreamBeginCapture(other, cudaStreamCaptureModeGlobal));
+    esk_affine(d, d, N, 1.0f, 1.0f, s);
+    CK_CUDA(cudaEventRecord(e, s));
+    CK_ERROR(cudaStreamWaitEvent(other, e, 0), cudaErrorStreamCaptureMerge);
+    CK_ERROR(cudaStreamEndCapture(other, &graph), cudaErrorStreamCaptureInvalidated);
+    CK_ERROR(cudaStreamEndCapture(s, &graph), cudaErrorStreamCaptureInvalidated);
+    /* the capture is over: the event it left behind stands for nothing to wait for */
+    CK_CUDA(cudaEventSynchronize(e));
+    CK_CUDA(cudaStreamWaitEvent(other, e, 0));
+    CK_CUDA(cudaEventDestroy(e));
+    CK_CUDA(cudaStreamDestroy(other));
+
+    /* a stream destroyed while it captures takes its capture with it */
+    const int graphs = emu_live_graphs();
+    CK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    esk_affine(d, d, N, 1.0f, 1.0f, s);
+    CK_CUDA(cudaStreamDestroy(s));
+    CK_CUDA(cudaDeviceSynchronize()); /* no capture is under way */
+    ck_assert_int_eq(emu_live_graphs(), graphs);
+    float h;
+    CK_CUDA(cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost));
+    CK_CUDA(cudaFree(d));
+}
+END_TEST
+
+START_TEST(graph_handles_are_counted_and_launches_ordered)
+{
+    const int graphs = emu_live_graphs(), execs = emu_live_graph_execs();
+    float *d, h[N];
+    cudaStream_t s1, s2;
+    cudaGraph_t doubling, outer;
+    cudaGraphExec_t a, b, c;
+    CK_CUDA(cudaMalloc((void **)&d, BYTES));
+    CK_CUDA(cudaStreamCreate(&s1));
+    CK_CUDA(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+    CK_CUDA(cudaStreamBeginCapture(s1, cudaStreamCaptureModeGlobal));
+    esk_affine(d, d, N, 2.0f, 0.0f, s1);
+    CK_CUDA(cudaStreamEndCapture(s1, &doubling));
+    ck_assert_int_eq(emu_live_graphs(), graphs + 1);
+    CK_CUDA(cudaGraphInstantiate(&a, doubling, 0));
+    CK_CUDA(cudaGraphInstantiate(&b, doubling, 0));
+    ck_assert_int_eq(emu_live_graph_execs(), execs + 2);
+    ck_assert_int_eq(emu_graph_exec_index(b), emu_graph_exec_index(a) + 1);
+    CK_CUDA(cudaGraphDestroy(doubling)); /* the executable graphs do not need it */
+    ck_assert_int_eq(emu_live_graphs(), graphs);
+
+    /* launches of one executable graph are ordered, whatever their streams: synchronising the
+     * second launch's stream runs the first */
+    for (int i = 0; i < N; ++i)
+        h[i] = (float)i;
+    CK_CUDA(cudaMemcpy(d, h, BYTES, cudaMemcpyHostToDevice));
+    shuffle_seed(5);
+    CK_CUDA(cudaGraphLaunch(a, s1));
+    CK_CUDA(cudaGraphLaunch(a, s2));
+    CK_CUDA(cudaStreamSynchronize(s2));
+    CK_CUDA(cudaStreamQuery(s1));
+    CK_CUDA(cudaMemcpy(h, d, BYTES, cudaMemcpyDeviceToHost));
+    for (int i = 0; i < N; ++i)
+        ck_assert_float_eq(h[i], 4.0f * (float)i);
+
+    /* a graph launched into a capture is captured with what follows it */
+    CK_CUDA(cudaStreamBeginCapture(s2, cudaStreamCaptureModeGlobal));
+    CK_CUDA(cudaGraphLaunch(b, s2));
+    esk_affine(d, d, N, 1.0f, 1.0f, s2);
+    CK_CUDA(cudaGraphLaunch(b, s2));
+    CK_CUDA(cudaStreamEndCapture(s2, &outer));
+    size_t count;
+    CK_CUDA(cudaGraphGetNodes(outer, NULL, &count));
+    ck_assert_uint_eq(count, 3);
+    CK_CUDA(cudaGraphInstantiate(&c, outer, 0));
+    ck_assert_int_eq(emu_live_graph_execs(), execs + 3);
+    for (int i = 0; i < N; ++i)
+        h[i] = (float)i;
+    CK_CUDA(cudaMemcpy(d, h, BYTES, cudaMemcpyHostToDevice));
+    emu_schedule_reset();
+    CK_CUDA(cudaGraphLaunch(c, s1));
+    /* an executable graph destroyed with a launch queued: the launch still runs */
+    CK_CUDA(cudaGraphExecDestroy(c));
+    CK_CUDA(cudaGraphExecDestroy(b));
+    CK_CUDA(cudaDeviceSynchronize());
+    ck_assert_uint_eq(emu_schedule_count(), 4); /* one launch, three kernels */
+    CK_CUDA(cudaMemcpy(h, d, BYTES, cudaMemcpyDeviceToHost));
+    for (int i = 0; i < N; ++i)
+        ck_assert_float_eq(h[i], 2.0f * (2.0f * (float)i + 1.0f));
+
+    CK_CUDA(cudaGraphExecDestroy(a));
+    CK_CUDA(cudaGraphDestroy(outer));
+    ck_assert_int_eq(emu_live_graphs(), graphs);
+    ck_assert_int_eq(emu_live_graph_execs(), execs);
+    CK_CUDA(cudaStreamDestroy(s1));
+    CK_CUDA(cudaStreamDestroy(s2));
+    CK_CUDA(cudaFree(d));
+}
+END_TEST
+
 START_TEST(bad_stream_order_is_rejected)
 {
     set_order("sideways");
@@ -671,6 +1402,18 @@ static Suite *streams_suite(void)
     tcase_add_test(tc, a_refused_launch_on_a_stream_is_reported_at_once);
     tcase_add_exit_test(tc, bad_stream_order_is_rejected, EXIT_FAILURE);
     suite_add_tcase(s, tc);
+    TCase *graphs = tcase_create("graphs");
+    tcase_set_timeout(graphs, 60);
+    tcase_add_test(graphs, graph_replay_matches_plain_launches);
+    tcase_add_test(graphs, captured_arguments_are_the_values_at_capture);
+    tcase_add_test(graphs, forked_graph_is_right_in_every_order);
+    tcase_add_test(graphs, missing_branch_dependency_is_wrong_under_some_seed);
+    tcase_add_test(graphs, illegal_calls_during_capture_invalidate_it);
+    tcase_add_test(graphs, the_legacy_stream_during_capture);
+    tcase_add_test(graphs, an_unjoined_fork_fails_end_capture);
+    tcase_add_test(graphs, capture_calls_check_their_arguments);
+    tcase_add_test(graphs, graph_handles_are_counted_and_launches_ordered);
+    suite_add_tcase(s, graphs);
     return s;
 }
 

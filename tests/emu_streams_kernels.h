@@ -11,6 +11,8 @@ extern "C" {
 
 /* out[i] = a * in[i] + b for i < n */
 void esk_affine(const float *in, float *out, int n, float a, float b, cudaStream_t stream);
+/* out[i] += s * in[i] for i < n */
+void esk_add(const float *in, float *out, int n, float s, cudaStream_t stream);
 /* one thread writes d[n + 1024]: an illegal address; returns the line of the write */
 int esk_out_of_bounds(float *d, int n, cudaStream_t stream);
 /* a launch of 2048 threads a block: refused */

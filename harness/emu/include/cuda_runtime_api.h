@@ -93,6 +93,27 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event);
 cudaError_t cudaEventQuery(cudaEvent_t event);
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end);
 
+/* Stream capture and graphs (harness/emu/README.md, "Graphs"). While a stream captures, what it
+ * is given becomes a node of a graph (kernel arguments copied then); cudaEventRecord and
+ * cudaStreamWaitEvent fork and join other streams into the capture. A graph launch runs its
+ * nodes as the stream scheduler runs any work, in an order that respects only the graph's
+ * dependencies, after the launch stream's earlier work and before its later work. */
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode);
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph);
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureStatus *pCaptureStatus);
+cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream, enum cudaStreamCaptureStatus *captureStatus_out,
+                                     unsigned long long *id_out EMU_DV(0), cudaGraph_t *graph_out EMU_DV(0),
+                                     const cudaGraphNode_t **dependencies_out EMU_DV(0),
+                                     const cudaGraphEdgeData **edgeData_out EMU_DV(0),
+                                     size_t *numDependencies_out EMU_DV(0));
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+                                 unsigned long long flags EMU_DV(0));
+cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream);
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec);
+cudaError_t cudaGraphDestroy(cudaGraph_t graph);
+cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *numNodes);
+cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node, enum cudaGraphNodeType *pType);
+
 /* Kernels, by their address. */
 cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute attr, int value);
 cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, const void *func);

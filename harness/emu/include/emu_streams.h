@@ -7,7 +7,9 @@
  * dependencies (stream order, cudaStreamWaitEvent, the legacy default stream) are met: in
  * issue order by default, or picked at random from a seed, so that a dependency the program
  * forgot to declare gives a wrong answer. Every operation that runs, on any stream, is
- * recorded, so that a grader can check the order and a lesson can draw it. */
+ * recorded, so that a grader can check the order and a lesson can draw it. A graph launch
+ * (cudaGraphLaunch, README.md "Graphs") is recorded once, as EMU_OP_GRAPH_LAUNCH, and its nodes
+ * as the operations they are, each marked with the launch's executable graph. */
 #ifndef EMU_STREAMS_H
 #define EMU_STREAMS_H
 
@@ -30,11 +32,19 @@ void emu_shuffle_streams(unsigned long long seed);
  * error too, as emu_live_allocations does. */
 int emu_live_streams(void);
 int emu_live_events(void);
+/* Graphs (from cudaStreamEndCapture, until cudaGraphDestroy) and executable graphs (from
+ * cudaGraphInstantiate, until cudaGraphExecDestroy) whose handles are live, likewise. */
+int emu_live_graphs(void);
+int emu_live_graph_execs(void);
 
 /* The index the schedule gives `stream`: 1, 2, ... in creation order; 0 for the legacy default
  * stream (0, cudaStreamLegacy) and cudaStreamPerThread, which is treated as it; -1 for a handle
  * that is not a live stream. */
 int emu_stream_index(cudaStream_t stream);
+
+/* The index the schedule gives an executable graph (struct emu_op's graph): 1, 2, ... in
+ * creation order; -1 for a handle that is not a live executable graph. */
+int emu_graph_exec_index(cudaGraphExec_t exec);
 
 enum emu_op_kind {
     EMU_OP_KERNEL,
@@ -43,15 +53,21 @@ enum emu_op_kind {
     EMU_OP_EVENT_RECORD,  /* cudaEventRecord */
     EMU_OP_EVENT_WAIT,    /* cudaStreamWaitEvent */
     EMU_OP_HOST_FUNC,     /* cudaLaunchHostFunc, cudaStreamAddCallback */
+    EMU_OP_GRAPH_LAUNCH,  /* cudaGraphLaunch, once a launch: it runs when the work its stream
+                             was given before has run, and the graph's roots run after it. So
+                             the host issued as many graph launches as there are of these, and
+                             as many kernel launches of its own as EMU_OP_KERNEL ops with
+                             graph == 0 */
 };
 
 /* One operation that ran. Times are host time (CLOCK_MONOTONIC, milliseconds), never a GPU's. */
 struct emu_op {
     enum emu_op_kind kind;
     char name[128];            /* the kernel's name; "H2D", "D2H", "D2D", "H2H" for copies;
-                                  "memset", "record", "wait", "host" */
+                                  "memset", "record", "wait", "host"; "graph" */
     size_t bytes;              /* copies and memsets */
-    int stream;                /* emu_stream_index's numbering: 0 the legacy stream */
+    int stream;                /* emu_stream_index's numbering: 0 the legacy stream; a graph's
+                                  node and its launch: the stream it was launched on */
     unsigned long long issue;  /* the order the program issued it in, from 0 (every stream) */
     unsigned long long run;    /* the order it ran in, from 0 */
     double start_ms, end_ms;
@@ -65,6 +81,8 @@ struct emu_op {
     int event;                 /* record and wait: the event, 1, 2, ... in creation order */
     long long after;           /* wait: the issue number of the record it waited for; -1 when
                                   the event had never been recorded (the wait is then met) */
+    int graph;                 /* a graph launch and the nodes it ran: the executable graph,
+                                  emu_graph_exec_index's numbering; 0 for everything else */
 };
 
 /* The operations recorded since the start or the last emu_schedule_reset, in the order they

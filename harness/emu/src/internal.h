@@ -56,7 +56,7 @@ void run_kernel(const void *kernel, const Cfg &c, void (*body)(void *), void *pa
  * submit, which runs it at once on the legacy default stream (after the work the blocking
  * streams have queued) and queues it on any other stream; queued work runs at the
  * synchronising calls, in an order that respects only what the program declared. */
-enum class OpKind : uint8_t { KERNEL, MEMCPY, MEMSET, EVENT_RECORD, EVENT_WAIT, HOST_FUNC };
+enum class OpKind : uint8_t { KERNEL, MEMCPY, MEMSET, EVENT_RECORD, EVENT_WAIT, HOST_FUNC, GRAPH_LAUNCH };
 struct OpDesc {
     OpKind kind;
     const void *kernel;    /* KERNEL: its address (its name in the schedule) */
@@ -72,6 +72,16 @@ bool is_legacy(cudaStream_t s);      /* 0, cudaStreamLegacy, cudaStreamPerThread
 void submit(cudaStream_t stream, const OpDesc &d, std::function<void()> work, bool host_waits = false);
 void drain_all();      /* everything queued: cudaDeviceSynchronize, cudaFree */
 void drain_legacy();   /* what a legacy-stream operation waits for: the blocking streams' work */
+/* Stream capture (streams.cpp, README.md "Graphs"). capture_check says whether work may be
+ * issued to `stream` now: cudaErrorStreamCaptureImplicit for the legacy stream while a blocking
+ * stream captures (that capture is invalidated), cudaErrorStreamCaptureInvalidated for a stream
+ * whose capture was invalidated, else cudaSuccess; the caller records the error. Work that
+ * submit is given for a capturing stream becomes a node of the graph being captured.
+ * capture_sync_check is the device-wide synchronisation's: cudaErrorStreamCaptureUnsupported
+ * (every capture invalidated) while any capture is under way. */
+cudaError_t capture_check(cudaStream_t stream);
+cudaError_t capture_sync_check();
+bool capturing(cudaStream_t stream);
 
 /* the running CUDA thread's linear index in its block (sched.cpp) */
 unsigned current_thread();

@@ -384,6 +384,8 @@ cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes)
 
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, cudaMemcpyKind kind)
 {
+    if (cudaError_t e = capture_check(0))
+        return record(e);
     drain_legacy(); /* a blocking copy, on the legacy stream: it waits for the work before it */
     if (cudaError_t e = sync_check())
         return e;
@@ -400,7 +402,8 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, cudaMemcpyKind 
  * DMA engine does: a pinned buffer the host rewrites before then gives the copy the new data.
  * Pageable host memory is what CUDA cannot copy asynchronously: to it, the host waits for the
  * stream and the copy (a synchronising call, which reports a pending fault); from it, the data
- * is staged when the copy is issued, and lands in stream order. */
+ * is staged when the copy is issued, and lands in stream order. A captured copy becomes a node
+ * that reads its source whenever the graph runs it, pageable or not. */
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, cudaMemcpyKind kind,
                             cudaStream_t stream)
 {
@@ -408,6 +411,8 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, cudaMemcpy
         return e;
     if (!valid_stream(stream))
         return record(cudaErrorInvalidResourceHandle);
+    if (cudaError_t e = capture_check(stream))
+        return record(e);
     if (device_failed())
         return cudaSuccess; /* the stream is dead; the fault surfaces at the next sync */
     if (cudaError_t e = check_copy(dst, src, count, kind))
@@ -418,6 +423,10 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, cudaMemcpy
     const bool to_host = dir == cudaMemcpyDeviceToHost || dir == cudaMemcpyHostToHost;
     const bool from_host = dir == cudaMemcpyHostToDevice || dir == cudaMemcpyHostToHost;
     const bool pageable = (to_host && !is_pinned(dst, count)) || (from_host && !is_pinned(src, count));
+    if (capturing(stream)) {
+        submit(stream, copy_desc(dir, count, pageable), [=] { std::memmove(dst, src, count); });
+        return cudaSuccess;
+    }
     if (is_legacy(stream)) {
         submit(stream, copy_desc(dir, count, pageable), [=] { std::memmove(dst, src, count); });
         return pageable && to_host ? sync_check() : cudaSuccess;
@@ -441,6 +450,8 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, cudaMemcpy
 cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
                          size_t height, cudaMemcpyKind kind)
 {
+    if (cudaError_t e = capture_check(0))
+        return record(e);
     drain_legacy();
     if (cudaError_t e = sync_check())
         return e;
@@ -475,6 +486,8 @@ cudaError_t cudaMemsetAsync(void *dev_ptr, int value, size_t count, cudaStream_t
         return e;
     if (!valid_stream(stream))
         return record(cudaErrorInvalidResourceHandle);
+    if (cudaError_t e = capture_check(stream))
+        return record(e);
     if (count == 0)
         return cudaSuccess;
     if (classify(dev_ptr, count) != Where::DEVICE)
@@ -520,6 +533,8 @@ void emu_register_symbol(const void *symbol, size_t size)
 cudaError_t cudaMemcpyToSymbol(const void *symbol, const void *src, size_t count, size_t offset,
                                cudaMemcpyKind kind)
 {
+    if (cudaError_t e = capture_check(0))
+        return record(e);
     drain_legacy();
     if (cudaError_t e = sync_check())
         return e;
@@ -538,6 +553,8 @@ cudaError_t cudaMemcpyToSymbol(const void *symbol, const void *src, size_t count
 cudaError_t cudaMemcpyFromSymbol(void *dst, const void *symbol, size_t count, size_t offset,
                                  cudaMemcpyKind kind)
 {
+    if (cudaError_t e = capture_check(0))
+        return record(e);
     drain_legacy();
     if (cudaError_t e = sync_check())
         return e;

@@ -1035,14 +1035,19 @@ bool check_launch(const void *kernel, const Cfg &c)
     return true;
 }
 
-/* The launch as written: refused now on its own arguments (as a GPU refuses it), then run now
- * on the legacy stream or queued on the program's stream (streams.cpp). A queued launch owns a
- * copy of the parameters, since the caller's pack dies with the launch expression. */
+/* The launch as written: refused now on its own arguments (as a GPU refuses it), or by the
+ * rules of stream capture, then run now on the legacy stream, queued on the program's stream or
+ * captured into its graph (streams.cpp). A queued or captured launch owns a copy of the
+ * parameters, since the caller's pack dies with the launch expression. */
 void launch(const void *kernel, const Cfg &c, void (*body)(void *), void *pack,
             void *(*clone)(const void *), void (*drop)(void *))
 {
     if (api_check() != cudaSuccess || !check_launch(kernel, c))
         return;
+    if (cudaError_t e = capture_check(c.stream)) {
+        record(e);
+        return;
+    }
     const OpDesc d{OpKind::KERNEL, kernel, cudaMemcpyDefault, 0, false};
     if (is_legacy(c.stream)) {
         submit(c.stream, d, [&] { run_kernel(kernel, c, body, pack); });
