@@ -5,7 +5,7 @@
  *   step 2  a chunked pipeline over K streams pipeline_create, pipeline_run, pipeline_destroy
  *                                             (step2_pipeline.cu)
  *   step 3  both directions at once           exchange (step3_duplex.cu)
- *   step 4  a CUDA graph of a launch-bound loop  graph_loop (step4_graph_gpu.cu)
+ *   step 4  a CUDA graph of a launch-bound loop  graph_loop (step4_graph.cu)
  *
  * Given (transfers_given.cu): the copy every step starts from (upload_pageable), the kernel of
  * the pipeline (affine_chunk, y = 3x + 1 on ints), and the loop of three small kernels that
@@ -114,11 +114,9 @@ cudaError_t exchange(void *d_up, const void *h_up, size_t up_bytes, void *h_down
  * each iteration adds 1 to every element and smooths them. plain_loop (given) launches them one by
  * one on `stream`; graph_loop does the same work by capturing one iteration (or several) into a
  * CUDA graph once and launching the graph, and destroys the graph and its executable before it
- * returns. Both return once the work is done. GPU builds only for now: weak, so that a build
- * without it sees NULL. */
+ * returns. Both return once the work is done; `stream` is a stream the caller created. */
 cudaError_t plain_loop(float *d_a, float *d_b, int n, int iterations, cudaStream_t stream);
-cudaError_t graph_loop(float *d_a, float *d_b, int n, int iterations, cudaStream_t stream)
-    __attribute__((weak));
+cudaError_t graph_loop(float *d_a, float *d_b, int n, int iterations, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

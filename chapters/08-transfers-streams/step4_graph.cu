@@ -1,4 +1,4 @@
-/* step4_graph_gpu.cu: chapter 08, step 4 of 4, a CUDA graph of a launch-bound loop.
+/* step4_graph.cu: chapter 08, step 4 of 4, a CUDA graph of a launch-bound loop.
  * Your file.
  *
  * The contract (transfers.h): graph_loop(d_a, d_b, n, iterations, stream) does what plain_loop
@@ -13,12 +13,15 @@
  * stream, and destroy the executable and the graph on every path. Capture several iterations at
  * once: one graph launch then stands for dozens of kernels. Check every call.
  *
- * What the grader measures (make grade CH=08 STEP=4), on a GPU for now (the CPU backend's
- * support for graphs is on its way; until then this step says SKIP there):
+ * What the grader measures (make grade CH=08 STEP=4):
  *   correct  n of 1, 4097 and 40009 floats, 1, 7 and 1000 iterations, bit-exact against
- *            plain_loop on the same inputs
- *   speed    at n = 4096, 10000 iterations (30000 kernels): at least 2x plain_loop, timed in
- *            the same run
+ *            plain_loop on the same inputs, twice (the second time, on the CPU backend, the
+ *            graph's nodes and the streams run in a shuffled order)
+ *   concept  on the CPU backend, from the schedule: 1000 iterations ran as graph launches
+ *            (at least 90% of the kernels inside one), of one executable graph, instantiated
+ *            once; afterwards no graph and no executable graph left
+ *   speed    on a GPU, at n = 4096, 10000 iterations (30000 kernels): at least 2x plain_loop,
+ *            timed in the same run
  *
  * The lesson is README.md beside this file; its hints for step 4 are there too. */
 #include "transfers.h"

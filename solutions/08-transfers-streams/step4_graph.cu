@@ -1,4 +1,4 @@
-/* step4_graph_gpu.cu: chapter 08, step 4 of 4, the solution.
+/* step4_graph.cu: chapter 08, step 4 of 4, the solution.
  *
  * One batch of GRAPH_BATCH iterations (3 kernels each) is captured from the stream into a graph
  * once, instantiated once, and launched iterations / GRAPH_BATCH times; the iterations left over
