@@ -54,7 +54,7 @@
 #define STEP2_NEEDS 1.10               /* the pipeline over its floor, at most */
 #define STEP2_HIDDEN 0.5               /* and the share of the hideable time it hid, at least */
 #define STEP3_NEEDS 0.75               /* both ways at once over one after the other, at most */
-#define STEP4_NEEDS 2.0                /* graph over plain launches, at least */
+#define STEP4_NEEDS 1.5                /* graph over plain launches, at least (2 to 3x expected) */
 #define SPEED_REPS 7
 #define INT_RANGE (1 << 28)            /* pipeline inputs within +-2^28: 3x + 1 fits an int */
 
