@@ -8,7 +8,8 @@
  * As given, graph_loop is plain_loop.
  *
  * TODO: capture the launches once into a CUDA graph (cudaStreamBeginCapture on `stream`, the
- * launches, cudaStreamEndCapture), instantiate it (cudaGraphInstantiate(&exec, graph, 0)),
+ * launches: loop_launches, given, launches a number of iterations without waiting,
+ * cudaStreamEndCapture), instantiate it (cudaGraphInstantiate(&exec, graph, 0)),
  * launch the executable graph as many times as the loop needs (cudaGraphLaunch), wait for the
  * stream, and destroy the executable and the graph on every path. Capture several iterations at
  * once: one graph launch then stands for dozens of kernels. Check every call.

@@ -111,10 +111,14 @@ cudaError_t exchange(void *d_up, const void *h_up, size_t up_bytes, void *h_down
 /* ---- step 4: a CUDA graph ---------------------------------------------------------------------
  *
  * Chapter 06's three kernels (blur, bias, copy) over two buffers of n floats, `iterations` times:
- * each iteration adds 1 to every element and smooths them. plain_loop (given) launches them one by
- * one on `stream`; graph_loop does the same work by capturing one iteration (or several) into a
- * CUDA graph once and launching the graph, and destroys the graph and its executable before it
- * returns. Both return once the work is done; `stream` is a stream the caller created. */
+ * each iteration adds 1 to every element and smooths them. loop_launches (given) launches them one
+ * by one on `stream`, checking each launch, and returns without waiting (while the stream
+ * captures, the launches are recorded into its graph instead of run); plain_loop (given) is
+ * loop_launches and a wait for the stream. graph_loop does the same work by capturing one
+ * iteration (or several) into a CUDA graph once and launching the graph, and destroys the graph
+ * and its executable before it returns. Both return once the work is done; `stream` is a stream
+ * the caller created. */
+cudaError_t loop_launches(float *d_a, float *d_b, int n, int iterations, cudaStream_t stream);
 cudaError_t plain_loop(float *d_a, float *d_b, int n, int iterations, cudaStream_t stream);
 cudaError_t graph_loop(float *d_a, float *d_b, int n, int iterations, cudaStream_t stream);
 

@@ -7,24 +7,9 @@
  * loop goes from a few microseconds a kernel to about one. Every path destroys what it made.
  * Expect: 2x to 4x plain_loop at a small n; nothing at a large n, where the kernels' own time
  * hides the launches anyway. */
-#include "../06-error-checking/pipeline.h"
 #include "transfers.h"
 
 #define GRAPH_BATCH 20 /* iterations a graph holds: 60 kernels */
-
-/* `count` iterations of the three kernels on `stream`, each launch checked: run, or captured
- * into a graph when the stream is capturing */
-static cudaError_t launch_iterations(float *d_a, float *d_b, int n, int count, cudaStream_t stream)
-{
-    for (int it = 0; it < count; it++)
-        for (int s = 0; s < PIPELINE_NUM_STAGES; s++) {
-            PIPELINE_STAGES[s].launch(d_a, d_b, n, it, NULL, stream);
-            cudaError_t err = cudaGetLastError();
-            if (err != cudaSuccess)
-                return err;
-        }
-    return cudaSuccess;
-}
 
 cudaError_t graph_loop(float *d_a, float *d_b, int n, int iterations, cudaStream_t stream)
 {
@@ -40,7 +25,7 @@ cudaError_t graph_loop(float *d_a, float *d_b, int n, int iterations, cudaStream
         if (err != cudaSuccess)
             goto done;
         /* captured, not run: the launches become the graph's nodes, in stream order */
-        err = launch_iterations(d_a, d_b, n, batch, stream);
+        err = loop_launches(d_a, d_b, n, batch, stream);
         /* ends the capture on every path, or the stream stays capturing */
         e = cudaStreamEndCapture(stream, &graph);
         if (err == cudaSuccess)
@@ -55,7 +40,7 @@ cudaError_t graph_loop(float *d_a, float *d_b, int n, int iterations, cudaStream
         if (err != cudaSuccess)
             goto done;
     }
-    err = launch_iterations(d_a, d_b, n, left, stream);
+    err = loop_launches(d_a, d_b, n, left, stream);
     if (err == cudaSuccess)
         err = cudaStreamSynchronize(stream);
 done:
