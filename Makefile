@@ -72,7 +72,10 @@ SIDE         := $(if $(filter 1 yes true,$(SOLUTIONS)),solutions,chapters)
 # files of the same name and shares the rest (the given baseline, say).
 cu_sources = $(if $(filter solutions,$1),$(wildcard solutions/$2/*.cu) \
                $(filter-out $(patsubst solutions/%,chapters/%,$(wildcard solutions/$2/*.cu)),$(wildcard chapters/$2/*.cu)),\
-               $(wildcard chapters/$2/*.cu))
+               $(wildcard chapters/$2/*.cu)) $(GIVEN_FROM_$2)
+# Given code a chapter borrows from an earlier one, linked as that chapter builds it: chapter
+# 08's graph step captures chapter 06's three kernels.
+GIVEN_FROM_08-transfers-streams := chapters/06-error-checking/pipeline_kernels.cu
 
 # Kernel files that only a GPU can run (inline PTX, TMA, wgmma): named *_sm90.cu or *_sm90a.cu,
 # left out of CPU-backend builds; their graders say such rungs are graded on a GPU only. And
@@ -351,7 +354,9 @@ PLOTS      := $(patsubst %,build/plots/%.pdf,$(PLOT_NAMES)) $(if $(wildcard plot
 # the names whose fresh data is newer than the committed, in one shell for all of them
 FRESHER := $(if $(wildcard $(FRESH_DATA)/*.tsv),$(shell for n in $(PLOT_NAMES); do \
              [ -f $(FRESH_DATA)/$$n.tsv ] && [ $(FRESH_DATA)/$$n.tsv -nt $(PLOT_DATA)/$$n.tsv ] && echo $$n; done))
-plot_data = $(if $(filter $1,$(FRESHER)),$(FRESH_DATA)/$1.tsv,$(PLOT_DATA)/$1.tsv)
+# A chapter whose GPU measurements are not committed yet is drawn from the CPU backend's
+# (plots/data/emu/NN.tsv: its schedule, host times that say nothing about a GPU).
+plot_data = $(if $(filter $1,$(FRESHER)),$(FRESH_DATA)/$1.tsv,$(if $(wildcard $(PLOT_DATA)/$1.tsv),$(PLOT_DATA)/$1.tsv,$(firstword $(wildcard plots/data/emu/$1.tsv) $(PLOT_DATA)/$1.tsv)))
 
 # build/plots/NAME.data names the file(s) the figure is drawn from; it changes (and the figure
 # is redrawn) when the choice does, say when build/results/ is cleaned away

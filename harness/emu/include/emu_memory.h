@@ -22,6 +22,11 @@ int emu_live_allocations(size_t bytes);
 /* The requested bytes of every live device allocation, summed. */
 size_t emu_live_bytes(void);
 
+/* Pinned host memory still held: with registered 0, the buffers from cudaMallocHost or
+ * cudaHostAlloc not yet passed to cudaFreeHost; with registered 1, the ranges given to
+ * cudaHostRegister and not yet to cudaHostUnregister. A GPU has no such count. */
+int emu_live_pinned(int registered);
+
 #ifdef __cplusplus
 }
 #endif

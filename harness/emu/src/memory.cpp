@@ -515,6 +515,15 @@ size_t emu_live_bytes(void)
     return sum;
 }
 
+int emu_live_pinned(int registered)
+{
+    std::lock_guard<std::mutex> lock(g_mutex);
+    int n = 0;
+    for (auto &entry : g_pinned)
+        n += entry.second.allocated != (registered != 0);
+    return n;
+}
+
 void emu_register_symbol(const void *symbol, size_t size)
 {
     std::lock_guard<std::mutex> lock(g_mutex);
