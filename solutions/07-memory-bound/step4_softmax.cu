@@ -20,9 +20,10 @@
  *     1024 < cols <= 32768  a block a row, the row held in registers: 32 values a thread,
  *                           as few threads as that needs (up to 1024), so that each thread
  *                           has several 16-byte loads in flight
- *     32768 < cols <= 262144, rows 16-byte aligned, a GPU that launches clusters (sm_90):
- *                           a cluster of C = cdiv(cols, 32768) blocks a row (up to 8, the
- *                           largest portable cluster), the row held in their registers, 32
+ *     32768 < cols <= 65536, fp32 rows 16-byte aligned, a GPU that launches clusters (sm_90):
+ *                           a cluster of 2 blocks a row (where it measured faster than
+ *                           streaming: the cluster launcher says why no more), the row held
+ *                           in their registers, 32
  *                           values a thread. Each block reduces its (max, sum) pair as the
  *                           block kernel does and leaves it in its shared memory; after the
  *                           cluster's barrier every thread reads the C pairs through
@@ -77,7 +78,8 @@ namespace cg = cooperative_groups;
 #define HELD_ROW_MAX 32768    /* up to this many a block holds it: 32 values a thread, 1024 threads */
 #define STREAM_THREADS 1024   /* the streaming kernel, for longer rows */
 #define STREAM_EPT 16         /* values a thread loads at a time there: 64 bytes of f32 in flight */
-#define CLUSTER_MAX 8         /* the largest portable cluster: rows up to 8 * HELD_ROW_MAX held */
+#define CLUSTER_MAX 2         /* rows up to 2 * HELD_ROW_MAX held by a cluster (fp32 only): see
+                                 the cluster launcher for why no more */
 
 /* ---- one access: W consecutive elements widened to fp32 (W = 16 bytes, or 1) -------------- */
 
@@ -403,13 +405,20 @@ static int block_threads(int cols, int ept)
  * C = cdiv(cols, HELD_ROW_MAX) blocks a row, each of as few whole warps as hold its share at
  * 32 values a thread. false, launching nothing, where the device cannot run such a cluster
  * (no cluster launch, or no cluster of C of these blocks fits its GPCs) or the rows are not
- * 16-byte aligned: those are streamed. What the device answers is asked once a shape of
- * cluster (the answers are kept: one device, as everywhere in this workbook). */
+ * 16-byte aligned, or bf16: those are streamed. What the device answers is asked once a
+ * shape of cluster (the answers are kept: one device, as everywhere in this workbook).
+ * Why only fp32 rows two blocks hold: on the H200, with a cluster of up to 8 for every row of
+ * up to 262144 columns, the cluster beat the streamed kernel only there
+ * (plots/data/h200/clusters-07-memory-bound.tsv against 07-memory-bound.tsv). Each block takes
+ * a whole SM's registers (1024 threads, 64 registers), so an SM loads, waits at two cluster
+ * barriers and stores in turn with nothing to overlap; a bf16 share (64 KB) is too little data
+ * to pay for the barriers, and a cluster of 8 waits on the slowest of 8 SMs. Smaller blocks,
+ * several an SM, are the next thing to try. */
 template <typename T, int W>
 static bool softmax_cluster(const T *d_in, T *d_out, int rows, int cols)
 {
     constexpr int EPT = HELD_ROW_MAX / 1024;
-    if constexpr (W == 1) {
+    if constexpr (W == 1 || sizeof(T) != 4) {
         return false;
     } else {
         static signed char fits[CLUSTER_MAX + 1][1024 / WARP + 1]; /* 0 not asked, 1 yes, -1 no */

@@ -12,8 +12,8 @@
  *                           threads as that needs (16 values, 16384 columns, where rows are
  *                           not 16-byte aligned), so that each thread has several 16-byte
  *                           loads in flight and the reductions span few warps
- *     32768 < cols <= 262144, rows 16-byte aligned, a GPU that launches clusters (sm_90):
- *                           a cluster of up to 8 blocks a row, the row in their registers,
+ *     32768 < cols <= 65536, fp32 rows 16-byte aligned, a GPU that launches clusters (sm_90):
+ *                           a cluster of 2 blocks a row, the row in their registers,
  *                           as in step 4; each sum over the row is the blocks' sums added
  *                           through distributed shared memory
  *     longer rows, or rows a cluster cannot take (and on the CPU backend): a block a row,
@@ -72,7 +72,8 @@ namespace cg = cooperative_groups;
                                  (16384 where a row is read an element at a time: norm_rows) */
 #define STREAM_THREADS 1024   /* the streaming kernel, for longer rows */
 #define STREAM_EPT 16         /* values a thread loads at a time there */
-#define CLUSTER_MAX 8         /* the largest portable cluster: rows up to 8 * HELD_ROW_MAX held */
+#define CLUSTER_MAX 2         /* rows up to 2 * HELD_ROW_MAX held by a cluster (fp32 only): see
+                                 the cluster launcher for why no more */
 
 /* ---- one access: W consecutive elements widened to fp32 (W = 16 bytes, or 1) -------------- */
 
@@ -516,13 +517,14 @@ static int block_threads(int cols, int ept)
 /* Launches the cluster kernel for rows of HELD_ROW_MAX < cols <= CLUSTER_MAX * HELD_ROW_MAX, as
  * step 4 does: C = cdiv(cols, HELD_ROW_MAX) blocks a row, each of as few whole warps as hold its
  * share at 32 values a thread. false, launching nothing, where the device cannot run such a
- * cluster or the rows are not 16-byte aligned: those are streamed. */
+ * cluster, the rows are not 16-byte aligned or are bf16: those are streamed (step 4's launcher
+ * says why, from the H200's measurements of both). */
 template <typename T, int W, bool LAYER>
 static bool norm_cluster(const T *d_x, const T *d_w, const T *d_b, T *d_y, int rows, int cols,
                          float eps)
 {
     constexpr int EPT = HELD_ROW_MAX / 1024;
-    if constexpr (W == 1) {
+    if constexpr (W == 1 || sizeof(T) != 4) {
         return false;
     } else {
         static signed char fits[CLUSTER_MAX + 1][1024 / WARP + 1]; /* 0 not asked, 1 yes, -1 no */
