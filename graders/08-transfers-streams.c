@@ -19,15 +19,17 @@
  *                stream each copy ran on, from what memory, and what had run when each chunk
  *                was launched
  *   speed        on a GPU, each step against its baseline timed in the same run: step 1 over
- *                upload_pageable, step 2 against the floor of its three resources, step 3
+ *                upload_pageable, step 2 (the caller's buffers pinned) against the floor of
+ *                its resources, step 3
  *                against the two copies one after the other, step 4 over plain launches
  *
  *   grade --bench F  on a GPU: the copy rates of pageable, cudaMallocHost and cudaHostRegister
  *                memory both ways, the cost of registering, the pipeline at six chunk sizes and
- *                K = 1, 2, 4 with its floor's parts, both directions at once, the loop plain and
- *                as a graph, as rows in F; and a timeline of one pipeline run, every operation's
- *                start and end per stream (CUDA events; the host's copies by its clock), in
- *                gantt-08-transfers-streams.tsv beside F. On the CPU backend only the timeline,
+ *                K = 1, 2, 4 with its floor's parts, from pageable buffers and (K = 1, 2, 4 at
+ *                8 MiB chunks, with their floor) from pinned ones, both directions at once, the
+ *                loop plain and as a graph, as rows in F; and a timeline of one pipeline run,
+ *                every operation's start and end per stream (CUDA events; the host's copies by
+ *                its clock), in gantt-08-transfers-streams.tsv beside F. On the CPU backend only the timeline,
  *                from the schedule its scheduler recorded (host times, not a GPU's), and rows
  *                of host times that say nothing about a GPU.
  */
@@ -414,14 +416,15 @@ END_TEST
 
 /* ==== step 2: the pipeline ======================================================================= */
 
-struct pipe_case { size_t n, chunk; int k; };
+struct pipe_case { size_t n, chunk; int k, pinned; };
 static const struct pipe_case PIPE_CASES[] = {
-    { 1, 7, 2 },             /* one element, a chunk larger than n */
-    { 1000, 1000, 1 },       /* one chunk, one stream */
-    { 1000, 33, 1 },         /* K = 1: chunks one after the other */
-    { 100003, 4099, 3 },     /* 25 chunks, the last short, over 3 streams */
-    { 100003, 100, 4 },      /* 1001 chunks */
-    { 0, 0, 4 },             /* big: 2^26 + 12345 in 2^21 (CPU: 1000003 in 65537) */
+    { 1, 7, 2, 0 },           /* one element, a chunk larger than n */
+    { 1000, 1000, 1, 0 },     /* one chunk, one stream */
+    { 1000, 33, 1, 0 },       /* K = 1: chunks one after the other */
+    { 100003, 4099, 3, 0 },   /* 25 chunks, the last short, over 3 streams */
+    { 100003, 100, 4, 0 },    /* 1001 chunks */
+    { 0, 0, 4, 0 },           /* big: 2^26 + 12345 in 2^21 (CPU: 1000003 in 65537) */
+    { 100003, 4099, 3, 1 },   /* the caller's buffers pinned (cudaMallocHost) */
 };
 #define NPIPE ((int)(sizeof PIPE_CASES / sizeof PIPE_CASES[0]))
 
@@ -438,6 +441,7 @@ static struct pipe_case pipe_case_here(int i)
 struct pipe_problem {
     size_t n;
     int *h_in, *h_out;
+    int pinned;               /* the buffers are cudaMallocHost's, else malloc's */
 };
 
 static void pipe_fill(struct pipe_problem *q, struct rng *r)
@@ -452,12 +456,27 @@ static void pipe_init(struct pipe_problem *q, size_t n)
     q->n = n;
     q->h_in = xmalloc(n * sizeof(int));   /* the caller's pageable memory */
     q->h_out = xmalloc(n * sizeof(int));
+    q->pinned = 0;
+}
+
+/* the caller's buffers pinned: a pipeline should copy them directly, with no staging */
+static void pipe_init_pinned(struct pipe_problem *q, size_t n)
+{
+    q->n = n;
+    CUDA_CHECK(cudaMallocHost((void **)&q->h_in, n * sizeof(int)));
+    CUDA_CHECK(cudaMallocHost((void **)&q->h_out, n * sizeof(int)));
+    q->pinned = 1;
 }
 
 static void pipe_free(struct pipe_problem *q)
 {
-    free(q->h_in);
-    free(q->h_out);
+    if (q->pinned) {
+        CUDA_CHECK(cudaFreeHost(q->h_in));
+        CUDA_CHECK(cudaFreeHost(q->h_out));
+    } else {
+        free(q->h_in);
+        free(q->h_out);
+    }
 }
 
 /* 0 when h_out is right, else a description in msg */
@@ -493,7 +512,10 @@ START_TEST(step2_correct)
         return;
     struct rng r = grade_rng(slot);
     struct pipe_problem q;
-    pipe_init(&q, c.n);
+    if (c.pinned)
+        pipe_init_pinned(&q, c.n);
+    else
+        pipe_init(&q, c.n);
     struct census before = census_now();
     struct pipeline p;
     cudaError_t e = pipeline_create(&p, c.chunk, c.k);
@@ -706,6 +728,7 @@ static struct floor_parts measure_floor(const struct pipe_problem *q, size_t chu
     CUDA_CHECK(cudaMalloc((void **)&d_x, bytes));
     CUDA_CHECK(cudaMalloc((void **)&d_y, bytes));
     memcpy(h_pin_in, q->h_in, bytes);
+    /* the caller's buffers pinned: no staging, so no host part */
     cudaStream_t a, b;
     CUDA_CHECK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
     CUDA_CHECK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
@@ -714,7 +737,7 @@ static struct floor_parts measure_floor(const struct pipe_problem *q, size_t chu
         /* the host: every chunk into a staging buffer and every result out of one, rotating
          * over 2K buffers of a chunk each as the pipeline does */
         double t0 = now_ms();
-        for (size_t off = 0, c = 0; off < q->n; off += chunk, c++) {
+        for (size_t off = 0, c = 0; !q->pinned && off < q->n; off += chunk, c++) {
             size_t cnt = q->n - off < chunk ? q->n - off : chunk;
             memcpy(stage[c % k], q->h_in + off, cnt * sizeof(int));
             memcpy(q->h_out + off, stage[k + c % k], cnt * sizeof(int));
@@ -795,8 +818,10 @@ START_TEST(step2_speed)
 {
     int slot = grade_slot();
     struct rng r = grade_rng(slot);
+    /* the caller's buffers pinned, as step 1 teaches: the pipeline copies them directly, and
+     * the floor is the link (both ways at once) or the kernel, not the host's staging */
     struct pipe_problem q;
-    pipe_init(&q, SPEED_N);
+    pipe_init_pinned(&q, SPEED_N);
     pipe_fill(&q, &r);
     struct pipeline p;
     CUDA_CHECK(pipeline_create(&p, SPEED_CHUNK, SPEED_K));
@@ -809,17 +834,18 @@ START_TEST(step2_speed)
      * can hide (the four parts one after the other, less the floor), how much this run hid. */
     double serial = f.host + f.h2d + f.kernel + f.d2h, hideable = serial - fl;
     double hidden = hideable > 0 ? (serial - ms) / hideable : 1.0;
-    const char *busiest = fl == f.host ? "the host's copies" : fl == f.link ? "the link" : "the kernel";
-    grade_note(slot, "256 MiB, 8 MiB chunks, K %d: %.2f ms; floor %.2f ms (%s): host staging "
+    const char *busiest = fl == f.link ? "the link" : fl == f.kernel ? "the kernel" : "the host's copies";
+    grade_note(slot, "256 MiB pinned, 8 MiB chunks, K %d: %.2f ms; floor %.2f ms (%s): host staging "
                      "%.2f, link both ways %.2f (up %.2f, down %.2f), kernel %.2f: %.3fx (at most "
                      "%.2fx); %.0f%% of the %.2f ms that overlap can hide was hidden (at least "
                      "%.0f%%)", SPEED_K, ms, fl, busiest, f.host, f.link, f.h2d, f.d2h, f.kernel,
                ratio, STEP2_NEEDS, 100 * hidden, hideable, 100 * STEP2_HIDDEN);
     grade_summary("%.3fx its floor, %s (at most %.2fx), %.0f%% hidden (at least %.0f%%)", ratio,
                   busiest, STEP2_NEEDS, 100 * hidden, 100 * STEP2_HIDDEN);
-    grade_hint(slot, "the busiest resource should never wait: the host stages chunk c + 1 while "
-                   "the copy engines move chunk c; a wait for the device, or for the chunk just "
-                   "issued, makes them take turns");
+    grade_hint(slot, "the caller's buffers are pinned here: copy them directly (staging would add "
+                   "two host copies of every byte), and keep the link busy both ways: chunk c + 1 "
+                   "goes up while chunk c comes down; a wait for the device, or for the chunk "
+                   "just issued, makes them take turns");
     pipe_free(&q);
     ck_assert_msg(ratio <= STEP2_NEEDS, "%.2f ms against a floor of %.2f ms: %.3fx, at most %.2fx",
                   ms, fl, ratio, STEP2_NEEDS);
@@ -1336,7 +1362,31 @@ static void bench_memory(struct results *out, size_t bytes, int reps)
     free(h_page);
 }
 
-/* step 2: the pipeline at each chunk size and K, and its floor's parts; -1 on a wrong result */
+/* one pipeline configuration: the median of reps runs after a warm-up; -1 on a wrong result */
+static double bench_one(struct pipe_problem *q, size_t chunk, int k, int reps)
+{
+    struct pipeline p;
+    CUDA_CHECK(pipeline_create(&p, chunk, k));
+    double t[16];
+    CUDA_CHECK(pipeline_run(&p, q->h_in, q->h_out, q->n, NULL));
+    for (int i = 0; i < reps; i++) {
+        memset(q->h_out, 0xff, q->n * sizeof(int));
+        double t0 = now_ms();
+        CUDA_CHECK(pipeline_run(&p, q->h_in, q->h_out, q->n, NULL));
+        t[i] = now_ms() - t0;
+    }
+    CUDA_CHECK(pipeline_destroy(&p));
+    char msg[256];
+    if (pipe_check(q, chunk, msg, sizeof msg) != 0) {
+        fprintf(stderr, "bench: pipeline, chunk %zu, K %d%s: %s\n", chunk, k,
+                q->pinned ? ", pinned" : "", msg);
+        return -1;
+    }
+    return median(t, reps);
+}
+
+/* step 2: the pipeline at each chunk size and K, and its floor's parts, from pageable buffers;
+ * then from pinned ones, at the grader's chunk size, with their floor; -1 on a wrong result */
 static int bench_pipeline(struct results *out, size_t n, int reps)
 {
     static const size_t CHUNK_MIB[] = { 1, 2, 4, 8, 16, 32 };
@@ -1347,31 +1397,18 @@ static int bench_pipeline(struct results *out, size_t n, int reps)
     struct pipe_problem q;
     pipe_init(&q, n);
     pipe_fill(&q, &r);
-    char shape[32];
+    char shape[32], name[32];
     for (size_t ci = 0; ci < sizeof CHUNK_MIB / sizeof CHUNK_MIB[0]; ci++) {
         size_t chunk = CHUNK_MIB[ci] * MIB / sizeof(int);
         if (!gpu_times_are_real())
             chunk /= 64; /* the CPU backend's problem is 64x smaller */
         snprintf(shape, sizeof shape, "%zu", chunk * sizeof(int));
         for (size_t ki = 0; ki < sizeof KS / sizeof KS[0]; ki++) {
-            struct pipeline p;
-            CUDA_CHECK(pipeline_create(&p, chunk, KS[ki]));
-            double t[16];
-            CUDA_CHECK(pipeline_run(&p, q.h_in, q.h_out, n, NULL));
-            for (int i = 0; i < reps; i++) {
-                memset(q.h_out, 0xff, bytes);
-                double t0 = now_ms();
-                CUDA_CHECK(pipeline_run(&p, q.h_in, q.h_out, n, NULL));
-                t[i] = now_ms() - t0;
-            }
-            CUDA_CHECK(pipeline_destroy(&p));
-            char msg[256], name[32];
-            if (pipe_check(&q, chunk, msg, sizeof msg) != 0) {
-                fprintf(stderr, "bench: pipeline, chunk %zu, K %d: %s\n", chunk, KS[ki], msg);
+            double ms = bench_one(&q, chunk, KS[ki], reps);
+            if (ms < 0) {
                 pipe_free(&q);
                 return -1;
             }
-            double ms = median(t, reps);
             snprintf(name, sizeof name, "pipeline_k%d", KS[ki]);
             row(out, name, shape, ms, gbs_of(2.0 * bytes, ms));
         }
@@ -1384,6 +1421,22 @@ static int bench_pipeline(struct results *out, size_t n, int reps)
     row(out, "part_h2d", shape, f.h2d, gbs_of(bytes, f.h2d));
     row(out, "part_d2h", shape, f.d2h, gbs_of(bytes, f.d2h));
     row(out, "part_kernel", shape, f.kernel, gbs_of(2.0 * bytes, f.kernel));
+    pipe_free(&q);
+    /* the caller's buffers pinned: copied directly, no staging, and the link is the floor */
+    pipe_init_pinned(&q, n);
+    pipe_fill(&q, &r);
+    snprintf(shape, sizeof shape, "%zu", chunk * sizeof(int));
+    for (size_t ki = 0; ki < sizeof KS / sizeof KS[0]; ki++) {
+        double ms = bench_one(&q, chunk, KS[ki], reps);
+        if (ms < 0) {
+            pipe_free(&q);
+            return -1;
+        }
+        snprintf(name, sizeof name, "pinned_pipeline_k%d", KS[ki]);
+        row(out, name, shape, ms, gbs_of(2.0 * bytes, ms));
+    }
+    f = measure_floor(&q, chunk, SPEED_K);
+    row(out, "pinned_floor", shape, floor_of(&f), gbs_of(2.0 * bytes, floor_of(&f)));
     pipe_free(&q);
     return 0;
 }
@@ -1717,8 +1770,9 @@ static void add_tests(Suite *s)
         static const char *tt[NPIPE];
         for (int i = 0; i < NPIPE; i++) {
             struct pipe_case c = pipe_case_here(i);
-            snprintf(t[i], sizeof t[i], "correct: n %zu, chunks of %zu, K %d%s", c.n, c.chunk,
-                     c.k, !PIPE_CASES[i].n && emu ? " (in place of the GPU's 2^26 + 12345)" : "");
+            snprintf(t[i], sizeof t[i], "correct: n %zu, chunks of %zu, K %d%s%s", c.n, c.chunk,
+                     c.k, c.pinned ? ", the caller's buffers pinned" : "",
+                     !PIPE_CASES[i].n && emu ? " (in place of the GPU's 2^26 + 12345)" : "");
             tt[i] = t[i];
         }
         grader_add(s, "correct", step2_correct, tt, NPIPE, 180);

@@ -4,7 +4,8 @@
  * The contract (transfers.h): pipeline_run(p, h_in, h_out, n, t) writes h_out[i] = 3 h_in[i] + 1
  * for i < n, chunk by chunk (p->chunk ints, the last one shorter): each chunk through a pinned
  * staging buffer, up to the device, through affine_chunk (given: it launches, it does not check),
- * and back; h_in and h_out are the caller's pageable memory. pipeline_create allocates what K
+ * and back; h_in and h_out are the caller's memory, pageable as a rule (where both are pinned,
+ * copy them directly, with no staging). pipeline_create allocates what K
  * chunks in flight need (struct pipe_slot has the fields you will want), pipeline_destroy gives
  * it all back. Pass `t` to affine_chunk untouched: the grader injects its faults through it.
  *
@@ -32,11 +33,11 @@
  *            launched, nothing of chunk d - 1 (copy up, kernel, copy down) has run yet: the host
  *            waited for no more than it needed (a device-wide wait inside the loop, or one for
  *            chunk d - 1 before chunk d is issued, runs chunk d - 1 first)
- *   speed    on a GPU, 256 MiB in 8 MiB chunks over 4 streams within 1.1x of its floor, measured
- *            in the same run: the busiest of the host (its copies in and out of staging), the
- *            link (both directions at once) and the kernel, each timed alone; and at least half
- *            of the time that overlap can hide (the parts one after the other, less the floor)
- *            hidden
+ *   speed    on a GPU, 256 MiB in 8 MiB chunks over 4 streams, the caller's buffers pinned (so
+ *            copied directly, no staging: the contract says so), within 1.1x of its floor,
+ *            measured in the same run: the busier of the link (both directions at once) and
+ *            the kernel, each timed alone; and at least half of the time that overlap can hide
+ *            (the parts one after the other, less the floor) hidden
  *
  * The lesson is README.md beside this file; its hints for step 2 are there too. */
 #include <string.h>

@@ -73,8 +73,11 @@ cudaError_t upload_close(struct upload *u);
  * pipeline_run(p, h_in, h_out, n, t): h_out[i] = 3 * h_in[i] + 1 for i < n, by chunks of
  * p->chunk ints (the last one shorter), each copied to the device, run through affine_chunk and
  * copied back, the chunks spread over the p->nstreams streams so that the copies of one chunk
- * overlap the kernel and the copies of others. h_in and h_out are the caller's pageable memory:
- * the copies go through pinned staging buffers that pipeline_create allocated. Returns once
+ * overlap the kernel and the copies of others. h_in and h_out are the caller's memory, pageable
+ * as a rule: the copies then go through pinned staging buffers that pipeline_create allocated.
+ * Where both are pinned already (cudaMallocHost, or registered as step 1 does: ask
+ * cudaPointerGetAttributes), copy them directly: staging would only add two host copies of
+ * every byte. Returns once
  * h_out holds the result. On a failure it returns the first error, with no work of its own still
  * running, and the pipeline can run again.
  *

@@ -369,6 +369,30 @@ cudaError_t cudaHostUnregister(void *ptr)
     return api_check();
 }
 
+/* What the CUDA runtime says of a pointer since CUDA 11: device memory, pinned host memory
+ * (allocated or registered), or neither (cudaMemoryTypeUnregistered, not an error). Managed
+ * memory is reported as device memory, the CPU backend's cudaMallocManaged being cudaMalloc. */
+cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attributes, const void *ptr)
+{
+    if (!attributes)
+        return record(cudaErrorInvalidValue);
+    if (cudaError_t e = api_check())
+        return e;
+    *attributes = cudaPointerAttributes{};
+    attributes->device = 0;
+    if (classify(ptr, 1) != Where::HOST) {
+        attributes->type = cudaMemoryTypeDevice;
+        attributes->devicePointer = const_cast<void *>(ptr);
+    } else if (is_pinned(ptr, 1)) {
+        attributes->type = cudaMemoryTypeHost;
+        attributes->hostPointer = const_cast<void *>(ptr);
+        attributes->devicePointer = const_cast<void *>(ptr); /* one address space */
+    } else {
+        attributes->type = cudaMemoryTypeUnregistered;
+    }
+    return cudaSuccess;
+}
+
 cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes)
 {
     if (!free_bytes || !total_bytes)
