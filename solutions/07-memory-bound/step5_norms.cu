@@ -318,6 +318,40 @@ static __device__ __forceinline__ moments block_moments(moments m)
 
 /* ---- the kernels ---------------------------------------------------------------------------- */
 
+/* A held row's LayerNorm statistics, a thread's share of each: the sum of x - k over its
+ * values, then the sum of ((x - k) - d)^2 once the row's d is known. Only the first
+ * `accesses` accesses count: a column past the end holds 0, which is not x - k. */
+template <int EPT, int W>
+static __device__ __forceinline__ float shifted_sum(const float (&v)[EPT], int accesses, float k)
+{
+    float sum = 0.0f;
+#pragma unroll
+    for (int a = 0; a < EPT / W; ++a)
+        if (a < accesses) {
+#pragma unroll
+            for (int j = 0; j < W; ++j)
+                sum += v[a * W + j] - k;
+        }
+    return sum;
+}
+
+template <int EPT, int W>
+static __device__ __forceinline__ float deviations_m2(const float (&v)[EPT], int accesses, float k,
+                                                      float d)
+{
+    float m2 = 0.0f;
+#pragma unroll
+    for (int a = 0; a < EPT / W; ++a)
+        if (a < accesses) {
+#pragma unroll
+            for (int j = 0; j < W; ++j) {
+                const float e = (v[a * W + j] - k) - d; /* x - mean, the mean never rounded */
+                m2 += e * e;
+            }
+        }
+    return m2;
+}
+
 /* One row held in registers by nthreads threads: a warp (BLOCK_WIDE false) or the block.
  * LayerNorm: two passes over the registers about a shift k, the row's first value (every
  * thread reads it, one broadcast load beside its slice): d = the mean of x - k, then
@@ -334,25 +368,9 @@ static __device__ __forceinline__ void norm_held_row(const T *__restrict__ x, co
     if constexpr (LAYER) {
         float k;
         load_w<1>(x, &k);
-        float sum = 0.0f; /* over the accesses inside the row: a column past the end is not x - k */
-#pragma unroll
-        for (int a = 0; a < EPT / W; ++a)
-            if (a < accesses) {
-#pragma unroll
-                for (int j = 0; j < W; ++j)
-                    sum += v[a * W + j] - k;
-            }
-        const float d = __fdividef(row_sum<BLOCK_WIDE>(sum, s_part[0]), (float)cols);
-        float m2 = 0.0f;
-#pragma unroll
-        for (int a = 0; a < EPT / W; ++a)
-            if (a < accesses) {
-#pragma unroll
-                for (int j = 0; j < W; ++j) {
-                    const float e = (v[a * W + j] - k) - d; /* x - mean, the mean never rounded */
-                    m2 += e * e;
-                }
-            }
+        const float d = __fdividef(row_sum<BLOCK_WIDE>(shifted_sum<EPT, W>(v, accesses, k), s_part[0]),
+                                   (float)cols);
+        const float m2 = deviations_m2<EPT, W>(v, accesses, k, d);
         const float rstd = rsqrtf(row_sum<BLOCK_WIDE>(m2, s_part[1]) / cols + eps);
         store_norm_slice<true, EPT, W>(y, w, b, cols, 0, tid, nthreads, v, k, d, rstd);
     } else {
@@ -469,26 +487,8 @@ norm_cluster_kernel(const T *__restrict__ in, const T *__restrict__ w, const T *
     float k = 0.0f, d = 0.0f, rstd;
     if constexpr (LAYER) {
         load_w<1>(x, &k); /* the shift: the row's first value, the same in every block */
-        float sum = 0.0f;
-#pragma unroll
-        for (int a = 0; a < EPT / W; ++a)
-            if (a < accesses) {
-#pragma unroll
-                for (int j = 0; j < W; ++j)
-                    sum += v[a * W + j] - k;
-            }
-        d = __fdividef(row_total(sum, 0), (float)cols);
-        float m2 = 0.0f;
-#pragma unroll
-        for (int a = 0; a < EPT / W; ++a)
-            if (a < accesses) {
-#pragma unroll
-                for (int j = 0; j < W; ++j) {
-                    const float e = (v[a * W + j] - k) - d;
-                    m2 += e * e;
-                }
-            }
-        rstd = rsqrtf(row_total(m2, 1) / cols + eps);
+        d = __fdividef(row_total(shifted_sum<EPT, W>(v, accesses, k), 0), (float)cols);
+        rstd = rsqrtf(row_total(deviations_m2<EPT, W>(v, accesses, k, d), 1) / cols + eps);
     } else {
         float ss = 0.0f; /* the columns past the slice hold 0 */
 #pragma unroll
