@@ -220,16 +220,23 @@ uint64_t splitmix(uint64_t x)
     return x ^ (x >> 31);
 }
 
-/* The b-th block to run: a bijection on [0, n) (cycle walking over a bijection on [0, 2^k)),
- * so that any OS thread can take the next block from one counter. */
+/* The b-th block to run: a bijection on [0, n), so that any OS thread can take the next block
+ * from one counter. Shuffled, the last block always runs first and the others follow in a
+ * shuffled order (cycle walking over a bijection on [0, 2^k)): a kernel that needs its blocks
+ * in index order (block j reading what block j + 1 overwrites, or a flag that block 0 sets)
+ * sees that order broken on every seed, not on most. */
 unsigned long long block_order(const Launch &l, unsigned long long b)
 {
     if (l.mode == IN_ORDER)
         return b;
     if (l.mode == REVERSE)
         return l.nblocks - 1 - b;
+    if (b == 0)
+        return l.nblocks - 1;
+    const unsigned long long rest = l.nblocks - 1; /* blocks 0 .. n - 2, at positions 1 .. n - 1 */
+    b -= 1;
     unsigned bits = 1;
-    while ((1ull << bits) < l.nblocks)
+    while ((1ull << bits) < rest)
         ++bits;
     const uint64_t mask = (1ull << bits) - 1, k = splitmix(l.seed) | 1;
     uint64_t x = b;
@@ -238,7 +245,7 @@ unsigned long long block_order(const Launch &l, unsigned long long b)
             x = (x * (k | 1) + (k >> 17)) & mask;
             x ^= x >> (bits / 2 + 1);
         }
-    } while (x >= l.nblocks);
+    } while (x >= rest);
     return x;
 }
 
