@@ -329,18 +329,20 @@ END_TEST
 struct fault_case { enum fault_kind kind; int iteration, stage, sync_every; };
 
 /* Each fault three ways: every iteration synchronised; a window of 10 in the middle; and the
- * last, partial window (25 iterations, cadence 10), which only the synchronisation after the
- * final copy can see. */
+ * last kernel of the last iteration (25 iterations, cadence 10: the last window is partial),
+ * which only the synchronisation after the final copy can see. Any earlier in that window and
+ * a GPU hands a sticky fault to a later iteration's cudaGetLastError, so that a loop with no
+ * final synchronisation would still report it there. */
 static const struct fault_case FAULT_CASES[] = {
     { FAULT_OUT_OF_BOUNDS, 3, 1, 1 },
     { FAULT_OUT_OF_BOUNDS, 13, 0, 10 },
-    { FAULT_OUT_OF_BOUNDS, 22, 2, 10 },
+    { FAULT_OUT_OF_BOUNDS, ITERS - 1, 2, 10 },
     { FAULT_BAD_CONFIG, 3, 1, 1 },
     { FAULT_BAD_CONFIG, 13, 0, 10 },
-    { FAULT_BAD_CONFIG, 22, 2, 10 },
+    { FAULT_BAD_CONFIG, ITERS - 1, 2, 10 },
     { FAULT_TRAP, 3, 1, 1 },
     { FAULT_TRAP, 13, 0, 10 },
-    { FAULT_TRAP, 22, 2, 10 },
+    { FAULT_TRAP, ITERS - 1, 2, 10 },
 };
 #define NFAULTS ((int)(sizeof FAULT_CASES / sizeof FAULT_CASES[0]))
 

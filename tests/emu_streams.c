@@ -519,6 +519,41 @@ START_TEST(live_streams_and_events_are_counted)
 }
 END_TEST
 
+/* cudaPointerGetAttributes, as a pipeline asks whether a caller's buffer is pinned already:
+ * device memory, cudaMallocHost, cudaHostRegister'ed user memory (inside the range too) and
+ * plain malloc, which the runtime calls unregistered */
+START_TEST(pointer_attributes_tell_pinned_from_pageable)
+{
+    struct cudaPointerAttributes a;
+    float *d, *pinned;
+    CK_CUDA(cudaMalloc((void **)&d, 64 * sizeof(float)));
+    CK_CUDA(cudaMallocHost((void **)&pinned, 64 * sizeof(float)));
+    float *user = malloc(64 * sizeof(float)), *plain = malloc(64 * sizeof(float));
+    ck_assert(user && plain);
+    CK_CUDA(cudaHostRegister(user, 64 * sizeof(float), cudaHostRegisterDefault));
+
+    CK_CUDA(cudaPointerGetAttributes(&a, d + 5));
+    ck_assert_int_eq(a.type, cudaMemoryTypeDevice);
+    CK_CUDA(cudaPointerGetAttributes(&a, pinned));
+    ck_assert_int_eq(a.type, cudaMemoryTypeHost);
+    ck_assert_ptr_eq(a.hostPointer, pinned);
+    CK_CUDA(cudaPointerGetAttributes(&a, user + 63));
+    ck_assert_int_eq(a.type, cudaMemoryTypeHost);
+    CK_CUDA(cudaPointerGetAttributes(&a, plain));
+    ck_assert_int_eq(a.type, cudaMemoryTypeUnregistered);
+    CK_CUDA(cudaHostUnregister(user));
+    CK_CUDA(cudaPointerGetAttributes(&a, user));
+    ck_assert_int_eq(a.type, cudaMemoryTypeUnregistered);
+    CK_ERROR(cudaPointerGetAttributes(NULL, d), cudaErrorInvalidValue);
+    CK_ERROR(cudaGetLastError(), cudaErrorInvalidValue);
+
+    free(plain);
+    free(user);
+    CK_CUDA(cudaFreeHost(pinned));
+    CK_CUDA(cudaFree(d));
+}
+END_TEST
+
 /* ---------------------------------------------------------------- queries */
 
 static int host_calls;
@@ -1397,6 +1432,7 @@ static Suite *streams_suite(void)
     tcase_add_test(tc, schedule_records_every_op_in_dependency_order);
     tcase_add_test(tc, independent_streams_interleave_by_seed);
     tcase_add_test(tc, live_streams_and_events_are_counted);
+    tcase_add_test(tc, pointer_attributes_tell_pinned_from_pageable);
     tcase_add_test(tc, queries_answer_not_ready_once_then_run_the_work);
     tcase_add_test(tc, a_deferred_kernel_fault_surfaces_at_the_sync);
     tcase_add_test(tc, a_refused_launch_on_a_stream_is_reported_at_once);
