@@ -345,8 +345,10 @@ int main(int argc, char **argv)
         return run_one(argv[2], fn, sorted_input) == -2;
     }
 #ifdef HARNESS_EMU
-    if (argc == 3 && !strcmp(argv[1], "--tsv"))
+    if (argc == 3 && !strcmp(argv[1], "--tsv")) {
+        profile_driver_limits();
         return tsv(argv[2]);
+    }
 #endif
     if (argc != 1) {
         fprintf(stderr, "usage: %s              every rung (KERNEL=name: only that one)\n"

@@ -163,6 +163,7 @@ int main(int argc, char **argv)
     }
 #ifdef HARNESS_EMU
     if (argc == 3 && !strcmp(argv[1], "--tsv")) {
+        profile_driver_limits();
         const struct rung *r = find_rung(argv[2]);
         if (!r)
             return 2;

@@ -8,6 +8,35 @@
 
 #include <stdio.h>
 #include "emu_profile.h"
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+/* The most memory a concept test's instrumented run may take: its shapes are small (a few MiB
+ * of buffers, a block's fibers' stacks), so a run that reaches this is allocating without end */
+#define PROFILE_DRIVER_MAX_BYTES (8ull << 30)
+
+/* First thing in --tsv, where a concept test runs the learner's code once more: the run ends
+ * with the test that started it (PR_SET_PDEATHSIG), so that a kernel that spins here does not
+ * outlive a test that timed out; and its address space is capped (RLIMIT_AS, never above what
+ * it was given), so that one that allocates without end fails here instead of filling the
+ * machine. */
+static inline void profile_driver_limits(void)
+{
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
+        perror("profile: prctl(PR_SET_PDEATHSIG)");
+    if (getppid() == 1)
+        _exit(EXIT_FAILURE); /* the test that started it is gone already */
+    struct rlimit lim = { (rlim_t)PROFILE_DRIVER_MAX_BYTES, (rlim_t)PROFILE_DRIVER_MAX_BYTES };
+    struct rlimit now;
+    if (getrlimit(RLIMIT_AS, &now) == 0 && now.rlim_max != RLIM_INFINITY &&
+        now.rlim_max < lim.rlim_max)
+        lim.rlim_cur = lim.rlim_max = now.rlim_max;
+    if (setrlimit(RLIMIT_AS, &lim) != 0)
+        perror("profile: setrlimit(RLIMIT_AS)");
+}
 
 static inline double profile_ratio(unsigned long long a, unsigned long long b)
 {

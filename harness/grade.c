@@ -1,12 +1,15 @@
 /* grade.c: registering, running and reporting a chapter's Check tests (see grade.h). */
 #define _GNU_SOURCE
 #include "grade.h"
+#include "sandbox.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -16,6 +19,9 @@ struct slot {
     char note[GRADE_TEXT];
     char hint[GRADE_TEXT];
     char skipped[GRADE_TEXT]; /* why, when the test skipped itself (grade_quick_skip) */
+    /* a test passes only when it reached its end: the teardown after it returned sets ended;
+     * an exit() before that sets exited and the status it was given */
+    int ended, exited, exit_status;
 };
 
 /* Shared between the parent and every forked test: made before the first fork. */
@@ -125,6 +131,8 @@ void grader_init(const char *chapter)
     }
     memset(sh, 0, sizeof *sh);
     uint64_t seed = harness_seed(); /* exits on a malformed SEED before anything runs */
+    /* no test's code may trace this process, open its memory or signal it (sandbox.h) */
+    sandbox_parent();
 
     fflush(NULL);
     pid_t pid = fork();
@@ -170,8 +178,28 @@ const struct device_info *grader_device(void)
 
 /* A checked fixture: runs in each test's child before the test. Tests run one at a time, in
  * the order they were added, so a shared counter names the test. */
+static void exit_seen(int status, void *arg)
+{
+    (void)arg;
+    if (running >= 0 && running < GRADE_MAX_TESTS && !sh->slots[running].ended) {
+        sh->slots[running].exited = 1;
+        sh->slots[running].exit_status = status;
+    }
+}
+
 static void child_setup(void)
 {
+    if (running >= 0 && running < GRADE_MAX_TESTS) {
+        /* a test's process ends with its grader: a grader killed half-way leaves no test of
+         * its running on (a spinning kernel would spin on for good) */
+        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        if (getppid() == 1)
+            _exit(EXIT_FAILURE); /* the grader died before the line above */
+        on_exit(exit_seen, NULL);
+        /* under a sanitizer the tool's own processes talk to the test's: no filter there */
+        if (!grade_sanitizing())
+            sandbox_child();
+    }
     if (!sh->capture || sh->started >= GRADE_MAX_TESTS)
         return;
     fflush(stderr);
@@ -180,10 +208,14 @@ static void child_setup(void)
     dup2(fd, STDERR_FILENO);
 }
 
-/* Its pair, after a test that returned: under a sanitizer, destroy the context, so that
- * memcheck's leak check (run when a context is destroyed) sees what the test left allocated. */
+/* Its pair, after a test that returned: the test reached its end (a PASS needs it: Check counts
+ * a child that exits with status 0 as passed wherever it exits); and under a sanitizer, destroy
+ * the context, so that memcheck's leak check (run when a context is destroyed) sees what the
+ * test left allocated. */
 static void child_teardown(void)
 {
+    if (running >= 0 && running < GRADE_MAX_TESTS)
+        sh->slots[running].ended = 1;
     if (grade_sanitizing())
         cudaDeviceReset();
 }
@@ -387,6 +419,7 @@ static void print_stderr_of(int i)
 static FILE *tsv;
 static const char *tsv_side;
 static int self_skipped; /* tests that ran and skipped themselves (quick mode) */
+static int cut_short;    /* tests Check passed that never reached their end: failed here */
 
 /* Which side of the chapter this grader was built from, as the build tells it (ident.h), unless
  * GRADE_SIDE says (make sanitize tags its runs). */
@@ -473,12 +506,41 @@ static void step_count(int i, const char *tcase, const char *title, const char *
     }
 }
 
+/* the hint for a test that the sandbox ended (sandbox.h) */
+static const char *sigsys_hint(void)
+{
+    static char h[GRADE_TEXT];
+    snprintf(h, sizeof h, "hint: %s", sandbox_refused(SIGSYS));
+    return h;
+}
+
 /* The lines of test i, which ended with result r. */
 static void report(int i, TestResult *r)
 {
     const char *title = i < ntests ? titles[i] : tr_tcname(r);
     struct slot *sl = i < ntests ? &sh->slots[i] : NULL;
-    switch (tr_rtype(r)) {
+    int rtype = tr_rtype(r);
+    char cut[GRADE_TEXT];
+    if (rtype == CK_PASS && sl && !sl->ended) {
+        /* the child exited 0 before its end: a launcher or a checking macro that exits */
+        if (sl->exited)
+            snprintf(cut, sizeof cut, "the test stopped before its end: exit(%d) was called "
+                     "inside it, by the code it graded", sl->exit_status);
+        else
+            snprintf(cut, sizeof cut, "the test stopped before its end: its process ended with "
+                     "status 0 (_exit, or a thread that called exit_group) in the code it graded");
+        printf("  FAIL  %s: %s\n", title, cut);
+        print_block("hint: ", "a graded call must return to its caller: report an error with "
+                              "its return value (or a checking macro that returns), never by "
+                              "ending the process; a process that ends early grades nothing");
+        tsv_row(step_col(step_of[i]), title, "FAIL", cut);
+        step_count(i, tcases[i], title, "FAIL", cut, NULL);
+        print_stderr_of(i);
+        cut_short++;
+        fflush(stdout);
+        return;
+    }
+    switch (rtype) {
     case CK_PASS:
         if (sl && sl->skipped[0]) { /* it skipped itself: grade_quick_skip */
             printf("  SKIP  %s: %s\n", title, sl->skipped);
@@ -511,6 +573,8 @@ static void report(int i, TestResult *r)
         print_block("", strstr(tr_msg(r), "timeout")
                             ? "hint: the kernel did not finish in time: a loop that never "
                               "ends, or a barrier that not every thread reaches?"
+                        : strstr(tr_msg(r), "signal 31") || strstr(tr_msg(r), "Bad system call")
+                            ? sigsys_hint()
                         : strstr(last, "cudaErrorLaunchOutOfResources")
                             ? "hint: the block asks for more registers than an SM has: "
                               "threads a block x registers a thread must fit in 65,536 (64 "
@@ -682,7 +746,8 @@ int grader_run(Suite *s)
     }
 
     /* a test that skipped itself is neither passed nor failed */
-    int n = srunner_ntests_run(sr) - self_skipped, failed = srunner_ntests_failed(sr);
+    int n = srunner_ntests_run(sr) - self_skipped;
+    int failed = srunner_ntests_failed(sr) + cut_short;
     int passed = n - failed;
     char skipped[64] = "";
     if (self_skipped)
@@ -704,6 +769,9 @@ int grader_run(Suite *s)
            sh->summary[0] ? "  " : "", sh->summary);
     fflush(stdout);
     srunner_print(sr, CK_MINIMAL); /* Check's own closing line */
+    if (cut_short)
+        printf("(Check counts the %d test%s that stopped before %s end as passed; this grade "
+               "does not)\n", cut_short, cut_short == 1 ? "" : "s", cut_short == 1 ? "its" : "their");
 
     const char *counts = getenv("GRADE_COUNTS");
     if (counts && *counts) {

@@ -12,8 +12,14 @@
  *                        a store one element past the end of the output buffer
  *                        a correct kernel at the end
  *   isolation --demo-killed
- *                      a grader whose second test kills the grader itself: the first test's
- *                      verdict must already be in its results file
+ *                      a grader whose second test stalls, and which the suite kills from
+ *                      outside once the first test's verdict is out: that verdict must already
+ *                      be in its results file, and the stalled test's process must end with it
+ *   isolation --demo-escape
+ *                      a grader of tests whose code tries to end the grade or its own test
+ *                      early: exit(0), _exit(0), a SIGSTOP to the grader, a signal to its
+ *                      process group; each must fail its own test, and a correct test after
+ *                      them still pass
  *   isolation --demo-steps
  *                      a grader of three steps: the first passes, the second is correct and
  *                      misses its gate, the third only skips; run whole, with GRADE_STEP=2,
@@ -47,7 +53,11 @@ static const char *const T_INF = "a kernel that writes Inf";
 static const char *const T_SKIP = "a kernel that leaves one element unwritten";
 static const char *const T_PAST = "a kernel that stores one past the end of d_out";
 static const char *const T_LAST = "a correct kernel at the end";
-static const char *const T_KILL = "a test that kills its grader";
+static const char *const T_STALL = "a test that stalls until its grader is killed";
+static const char *const T_EXIT = "a launcher that calls exit(0)";
+static const char *const T__EXIT = "a launcher that calls _exit(0)";
+static const char *const T_STOP = "a launcher that stops its grader with SIGSTOP";
+static const char *const T_GROUP = "a launcher that signals its process group";
 
 static int SLOT_AFTER, SLOT_NAN, SLOT_INF, SLOT_SKIP, SLOT_PAST, SLOT_LAST;
 
@@ -105,10 +115,45 @@ END_TEST
 START_TEST(last) { copy_and_check(SLOT_LAST, FAULT_NONE); }
 END_TEST
 
-START_TEST(kill_grader)
+#define STALLING "isolation-demo: the stalled test runs"
+
+/* its pid, in a file the suite reads: it must be gone once its grader is killed */
+START_TEST(stall)
 {
-    kill(getppid(), SIGKILL); /* the grader's own process, not this test's */
+    const char *path = getenv("ISOLATION_STALL_PID");
+    FILE *f = path ? fopen(path, "w") : NULL;
+    if (f) {
+        fprintf(f, "%d\n", (int)getpid());
+        fclose(f);
+    }
+    printf("%s\n", STALLING); /* the suite kills the grader when it reads this */
+    fflush(stdout);
+    for (int i = 0; i < 600; i++)
+        sleep(1);
+}
+END_TEST
+
+/* Launchers that end the test early, as a learner's checking macro might: each must fail. The
+ * ones that signal are stopped by the sandbox (harness/sandbox.h) before the signal is sent. */
+START_TEST(exit_zero)
+{
+    exit(0); /* a launcher, or its checking macro, that gives up this way */
+}
+END_TEST
+START_TEST(underscore_exit_zero)
+{
+    fflush(NULL);
     _exit(0);
+}
+END_TEST
+START_TEST(stop_grader)
+{
+    kill(getppid(), SIGSTOP); /* the grader's own process, not this test's */
+}
+END_TEST
+START_TEST(signal_group)
+{
+    kill(0, SIGTERM); /* this test's process group, and anything above it that shares it */
 }
 END_TEST
 
@@ -164,7 +209,16 @@ static void add_demo_steps(Suite *s)
 static void add_demo_killed(Suite *s)
 {
     SLOT_AFTER = grader_add(s, "after", after, &T_AFTER, 1, 30);
-    grader_add(s, "kill", kill_grader, &T_KILL, 1, 30);
+    grader_add(s, "stall", stall, &T_STALL, 1, 900);
+    SLOT_LAST = grader_add(s, "last", last, &T_LAST, 1, 30);
+}
+
+static void add_demo_escape(Suite *s)
+{
+    grader_add(s, "exit", exit_zero, &T_EXIT, 1, 30);
+    grader_add(s, "_exit", underscore_exit_zero, &T__EXIT, 1, 30);
+    grader_add(s, "stop", stop_grader, &T_STOP, 1, 30);
+    grader_add(s, "group", signal_group, &T_GROUP, 1, 30);
     SLOT_LAST = grader_add(s, "last", last, &T_LAST, 1, 30);
 }
 
@@ -175,11 +229,14 @@ struct demo {
     char rows[16 * 1024]; /* its results file */
     int status;           /* from waitpid */
 };
-static struct demo RUN, KILLED, STEPS, STEP2, STEP7;
+static struct demo RUN, KILLED, STEPS, STEP2, STEP7, ESCAPE;
+static char stall_pid_file[] = "/tmp/isolation-stall-XXXXXX";
 
 /* Run this program with `mode` as a separate process, its results into a fresh file, with
- * GRADE_STEP=step where step is not NULL. */
-static void run_demo(const char *mode, struct demo *d, const char *step)
+ * GRADE_STEP=step where step is not NULL; and where kill_at is not NULL, killed (SIGKILL, from
+ * outside) as soon as what it printed contains kill_at. */
+static void run_demo_killed(const char *mode, struct demo *d, const char *step,
+                            const char *kill_at)
 {
     char tsv[] = "/tmp/isolation-XXXXXX";
     int tfd = mkstemp(tsv);
@@ -214,8 +271,15 @@ static void run_demo(const char *mode, struct demo *d, const char *step)
     close(fds[1]);
     size_t got = 0;
     ssize_t n;
-    while ((n = read(fds[0], d->out + got, sizeof d->out - 1 - got)) > 0)
+    int killed = 0;
+    while ((n = read(fds[0], d->out + got, sizeof d->out - 1 - got)) > 0) {
         got += (size_t)n;
+        d->out[got] = '\0';
+        if (kill_at && !killed && strstr(d->out, kill_at)) {
+            kill(pid, SIGKILL);
+            killed = 1;
+        }
+    }
     d->out[got] = '\0';
     close(fds[0]);
     waitpid(pid, &d->status, 0);
@@ -223,6 +287,11 @@ static void run_demo(const char *mode, struct demo *d, const char *step)
     d->rows[n > 0 ? n : 0] = '\0';
     close(tfd);
     unlink(tsv);
+}
+
+static void run_demo(const char *mode, struct demo *d, const char *step)
+{
+    run_demo_killed(mode, d, step, NULL);
 }
 
 /* The line that starts with `prefix`, and what the demo printed under it up to its next
@@ -357,11 +426,35 @@ START_TEST(rows_per_test)
 }
 END_TEST
 
+/* 1 while process pid runs (a zombie, or no such process: 0) */
+static int process_runs(int pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *close = strrchr(buf, ')');
+    return close && close[1] == ' ' && close[2] != 'Z' && close[2] != 'X';
+}
+
 START_TEST(killed_grader_keeps_verdicts)
 {
     ck_assert_msg(WIFSIGNALED(KILLED.status) && WTERMSIG(KILLED.status) == SIGKILL,
                   "the demo grader should have been killed (status 0x%x); it printed:\n%s",
                   KILLED.status, KILLED.out);
+    /* the stalled test's process ends with its grader (PR_SET_PDEATHSIG), not 600 s later */
+    FILE *f = fopen(stall_pid_file, "r");
+    int pid = 0;
+    ck_assert_msg(f && fscanf(f, "%d", &pid) == 1 && pid > 0, "the stalled test wrote no pid");
+    fclose(f);
+    for (int i = 0; i < 50 && process_runs(pid); i++)
+        usleep(100 * 1000);
+    ck_assert_msg(!process_runs(pid), "the stalled test's process %d still runs after its "
+                  "grader was killed", pid);
     char prefix[256];
     snprintf(prefix, sizeof prefix, "  PASS  %s", T_AFTER);
     block_of(&KILLED, prefix);
@@ -369,6 +462,29 @@ START_TEST(killed_grader_keeps_verdicts)
     ASSERT_HAS(KILLED.rows, prefix);
     ck_assert_msg(strstr(KILLED.rows, T_LAST) == NULL, "a test after the kill has a row:\n%s",
                   KILLED.rows);
+}
+END_TEST
+
+/* Each escape fails its own test with what happened; the grade goes on to its last test. */
+START_TEST(escapes_fail_their_tests)
+{
+    char prefix[256];
+    snprintf(prefix, sizeof prefix, "  FAIL  %s: ", T_EXIT);
+    ASSERT_HAS(block_of(&ESCAPE, prefix), "exit(0) was called inside it");
+    snprintf(prefix, sizeof prefix, "  FAIL  %s: ", T__EXIT);
+    ASSERT_HAS(block_of(&ESCAPE, prefix), "stopped before its end");
+    snprintf(prefix, sizeof prefix, "  FAIL  %s: ", T_STOP);
+    ASSERT_HAS(block_of(&ESCAPE, prefix), "a signal to the grader");
+    snprintf(prefix, sizeof prefix, "  FAIL  %s: ", T_GROUP);
+    ASSERT_HAS(block_of(&ESCAPE, prefix), "a process group");
+    snprintf(prefix, sizeof prefix, "  PASS  %s", T_LAST);
+    block_of(&ESCAPE, prefix);
+    block_of(&ESCAPE, DEMO "  FAIL  1/5 passed on ");
+    ck_assert_msg(WIFEXITED(ESCAPE.status) && WEXITSTATUS(ESCAPE.status) == 1,
+                  "the escape demo should exit 1 (status 0x%x); it printed:\n%s", ESCAPE.status,
+                  ESCAPE.out);
+    snprintf(prefix, sizeof prefix, DEMO "\t%s\tdemo\t-\t%s\tFAIL\t", gpu_backend(), T_EXIT);
+    ASSERT_HAS(ESCAPE.rows, prefix);
 }
 END_TEST
 
@@ -436,7 +552,10 @@ static void add_suite(Suite *s)
         { "a store past the end fails, naming the buffer", overrun_names_buffer },
         { "the demo grader's verdict: 2/8 passed, exit status 1", demo_verdict },
         { "one row per test in the results file, in order", rows_per_test },
-        { "a grader killed half-way keeps its earlier verdicts", killed_grader_keeps_verdicts },
+        { "a grader killed half-way keeps its earlier verdicts, and its test's process ends",
+          killed_grader_keeps_verdicts },
+        { "exit(0), _exit(0), a SIGSTOP to the grader, a signal to its group: each fails its "
+          "test, and the grade goes on", escapes_fail_their_tests },
         { "a line a step: PASS, FAIL with its summary, SKIP with why", ladder_lines },
         { "a row a test with its step, and a row a step", ladder_rows },
         { "GRADE_STEP grades one step, and names the steps when it matches none", one_step },
@@ -448,20 +567,31 @@ static void add_suite(Suite *s)
 int main(int argc, char **argv)
 {
     if (argc == 2 && (strcmp(argv[1], "--demo") == 0 || strcmp(argv[1], "--demo-killed") == 0 ||
-                      strcmp(argv[1], "--demo-steps") == 0)) {
+                      strcmp(argv[1], "--demo-steps") == 0 ||
+                      strcmp(argv[1], "--demo-escape") == 0)) {
         grader_init(DEMO);
         Suite *s = suite_create(DEMO);
         (strcmp(argv[1], "--demo") == 0          ? add_demo
          : strcmp(argv[1], "--demo-killed") == 0 ? add_demo_killed
+         : strcmp(argv[1], "--demo-escape") == 0 ? add_demo_escape
                                                  : add_demo_steps)(s);
         return grader_run(s);
     }
     if (argc != 1) {
-        fprintf(stderr, "usage: %s [--demo | --demo-killed | --demo-steps]\n", argv[0]);
+        fprintf(stderr, "usage: %s [--demo | --demo-killed | --demo-steps | --demo-escape]\n",
+                argv[0]);
         return 2;
     }
     run_demo("--demo", &RUN, NULL);
-    run_demo("--demo-killed", &KILLED, NULL);
+    int sfd = mkstemp(stall_pid_file);
+    if (sfd < 0) {
+        perror("isolation");
+        return EXIT_FAILURE;
+    }
+    close(sfd);
+    setenv("ISOLATION_STALL_PID", stall_pid_file, 1);
+    run_demo_killed("--demo-killed", &KILLED, NULL, STALLING);
+    run_demo("--demo-escape", &ESCAPE, NULL);
     run_demo("--demo-steps", &STEPS, NULL);
     run_demo("--demo-steps", &STEP2, "2");
     run_demo("--demo-steps", &STEP7, "7");
@@ -469,6 +599,7 @@ int main(int argc, char **argv)
     Suite *s = suite_create("isolation");
     add_suite(s);
     int rc = grader_run(s);
+    unlink(stall_pid_file);
     if (rc != EXIT_SUCCESS)
         printf("the demo printed:\n%s", RUN.out);
     return rc;
