@@ -349,7 +349,7 @@ static void *compact_init(const struct flow_kind *k, const void *shape)
     p->h_out = xmalloc(n * sizeof(float));
     p->h_want = xmalloc(n * sizeof(uint32_t));
     p->h_got = xmalloc(n * sizeof(uint32_t));
-    p->d_in = dbuf_alloc(n * sizeof(float), "d_in");
+    p->d_in = dbuf_alloc_input(n * sizeof(float), "d_in");
     p->d_out = dbuf_alloc(n * sizeof(float), "d_out");
     p->d_count = dbuf_alloc(sizeof(int), "d_count");
     return p;
@@ -702,8 +702,8 @@ static int bench(const char *path)
         rng_fill_f32(&r, h_in, (size_t)n, -1.0f, 1.0f);
         memcpy(h_sorted, h_in, (size_t)n * sizeof(float));
         qsort(h_sorted, (size_t)n, sizeof(float), cmp_float);
-        float *d_in = dbuf_alloc((size_t)n * sizeof(float), "d_in");
-        float *d_sorted = dbuf_alloc((size_t)n * sizeof(float), "d_sorted");
+        float *d_in = dbuf_alloc_input((size_t)n * sizeof(float), "d_in");
+        float *d_sorted = dbuf_alloc_input((size_t)n * sizeof(float), "d_sorted");
         float *d_out = dbuf_alloc((size_t)n * sizeof(float), "d_out");
         to_device(d_in, h_in, (size_t)n * sizeof(float));
         to_device(d_sorted, h_sorted, (size_t)n * sizeof(float));

@@ -177,19 +177,19 @@ static void *mb_init(const struct flow_kind *k, const void *shape)
     p->h_raw_out = xmalloc(p->nout * p->esize);
     p->ref = xmalloc(p->nout * sizeof *p->ref);
     p->tol = xmalloc(p->nout * sizeof *p->tol);
-    p->d_x = dbuf_alloc(p->n * p->esize, "d_in");
+    p->d_x = dbuf_alloc_input(p->n * p->esize, "d_in");
     p->d_y = dbuf_alloc(p->nout * p->esize, "d_out");
     p->d_scratch = dbuf_alloc(membound_scratch_bytes(p->s.op == OP_SUM ? 1 : p->s.rows),
                               "d_scratch");
     if (p->s.op == OP_RMS || p->s.op == OP_LN) {
         p->h_w = xmalloc(c * sizeof *p->h_w);
         p->h_raw_w = xmalloc(c * p->esize);
-        p->d_w = dbuf_alloc(c * p->esize, "d_w");
+        p->d_w = dbuf_alloc_input(c * p->esize, "d_w");
     }
     if (p->s.op == OP_LN) {
         p->h_b = xmalloc(c * sizeof *p->h_b);
         p->h_raw_b = xmalloc(c * p->esize);
-        p->d_b = dbuf_alloc(c * p->esize, "d_b");
+        p->d_b = dbuf_alloc_input(c * p->esize, "d_b");
         p->row_var = xmalloc((size_t)p->s.rows * sizeof *p->row_var);
     }
     return p;

@@ -40,7 +40,7 @@ void *array_init(const struct flow_kind *kind, const void *shape)
     p->n = elements_of(p->s);
     p->h_in = xmalloc(p->n * sizeof(float));
     p->h_out = xmalloc(p->n * sizeof(float));
-    p->d_in = dbuf_alloc(p->n * sizeof(float), "d_in");
+    p->d_in = dbuf_alloc_input(p->n * sizeof(float), "d_in");
     p->d_out = dbuf_alloc(p->n * sizeof(float), "d_out");
     return p; /* the reference on first use: the bench has none */
 }

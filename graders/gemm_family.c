@@ -126,8 +126,8 @@ void *gemm_init(const struct flow_kind *kind, const void *shape)
     p->h_got = xmalloc((size_t)p->rows * s.n * sizeof(float) + 1);
     p->ref = xmalloc((size_t)p->rows * s.n * sizeof(double) + 1);
     p->scale = xmalloc((size_t)p->rows * s.n * sizeof(double) + 1);
-    p->d_a = dbuf_alloc(na * p->elem, "d_a");
-    p->d_b = dbuf_alloc(nb * p->elem, "d_b");
+    p->d_a = dbuf_alloc_input(na * p->elem, "d_a");
+    p->d_b = dbuf_alloc_input(nb * p->elem, "d_b");
     p->d_c = dbuf_alloc(nc * sizeof(float), "d_c");
     return p;
 }

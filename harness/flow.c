@@ -35,8 +35,11 @@ void flow_twice(const struct flow_kind *k, void *p, struct rng *r, flow_fn fn, c
     for (int round = 0; round < 2; round++) {
         char label[192];
         snprintf(label, sizeof label, "%s", what);
+        if (round == 0)
+            grade_second_run(slot, -1);
         if (round == 1) {
             int shuffled = gpu_shuffle_schedule(rng_next(r));
+            grade_second_run(slot, shuffled);
             if (!(flags & FLOW_SAME_LABEL))
                 snprintf(label, sizeof label, "%s, second run%s", what,
                          shuffled ? ", shuffled schedule" : "");

@@ -15,12 +15,17 @@
 #include <emu_streams.h>
 #endif
 
+/* An output's guards hold a pattern no kernel computes; an input's hold all bits set, NaN in
+ * every floating-point format the workbook reads (fp32, bf16, fp16, fp8), so that a stray read
+ * of one changes the answer even where it is multiplied by zero (NaN x 0 is NaN). */
 #define GUARD_BYTE 0xA5
+#define INPUT_GUARD_BYTE 0xFF
 #define MAX_BUFFERS 64
 
 struct dbuf {
     unsigned char *base;   /* start of the front guard */
     size_t bytes;          /* the user's part */
+    unsigned char guard;   /* the guard zones' byte */
     char name[32];
 };
 
@@ -161,7 +166,7 @@ static struct dbuf *find(const void *d)
     exit(EXIT_FAILURE);
 }
 
-void *dbuf_alloc(size_t bytes, const char *name)
+static void *alloc_guarded(size_t bytes, const char *name, unsigned char guard)
 {
     struct dbuf *b = NULL;
     for (int i = 0; i < MAX_BUFFERS && !b; i++)
@@ -175,12 +180,23 @@ void *dbuf_alloc(size_t bytes, const char *name)
     CUDA_CHECK(cudaMalloc(&base, bytes + 2 * DBUF_GUARD));
     b->base = base;
     b->bytes = bytes;
+    b->guard = guard;
     snprintf(b->name, sizeof b->name, "%s", name);
-    CUDA_CHECK(cudaMemset(b->base, GUARD_BYTE, DBUF_GUARD));
-    CUDA_CHECK(cudaMemset(b->base + DBUF_GUARD + bytes, GUARD_BYTE, DBUF_GUARD));
+    CUDA_CHECK(cudaMemset(b->base, guard, DBUF_GUARD));
+    CUDA_CHECK(cudaMemset(b->base + DBUF_GUARD + bytes, guard, DBUF_GUARD));
     void *d = b->base + DBUF_GUARD;
     dbuf_poison(d);
     return d;
+}
+
+void *dbuf_alloc(size_t bytes, const char *name)
+{
+    return alloc_guarded(bytes, name, GUARD_BYTE);
+}
+
+void *dbuf_alloc_input(size_t bytes, const char *name)
+{
+    return alloc_guarded(bytes, name, INPUT_GUARD_BYTE);
 }
 
 void dbuf_free(void *d)
@@ -202,24 +218,26 @@ void dbuf_poison(void *d)
 int dbuf_check_guards(const void *d, char *msg, size_t len)
 {
     struct dbuf *b = find(d);
-    unsigned char h[2 * DBUF_GUARD];
+    unsigned char *h = xmalloc(2 * DBUF_GUARD);
     CUDA_CHECK(cudaMemcpy(h, b->base, DBUF_GUARD, cudaMemcpyDeviceToHost));
     CUDA_CHECK(cudaMemcpy(h + DBUF_GUARD, b->base + DBUF_GUARD + b->bytes, DBUF_GUARD,
                           cudaMemcpyDeviceToHost));
+    int rc = 0;
     /* front guard: report the write nearest the buffer, the one an off-by-one makes */
-    for (int i = DBUF_GUARD - 1; i >= 0; i--)
-        if (h[i] != GUARD_BYTE) {
+    for (int i = DBUF_GUARD - 1; i >= 0 && rc == 0; i--)
+        if (h[i] != b->guard) {
             snprintf(msg, len, "a write before the start of %s: byte %d before element 0 was "
                                "overwritten", b->name, DBUF_GUARD - i);
-            return -1;
+            rc = -1;
         }
-    for (int i = 0; i < DBUF_GUARD; i++)
-        if (h[DBUF_GUARD + i] != GUARD_BYTE) {
+    for (int i = 0; i < DBUF_GUARD && rc == 0; i++)
+        if (h[DBUF_GUARD + i] != b->guard) {
             snprintf(msg, len, "a write past the end of %s (%zu bytes): byte %d past its end "
                                "was overwritten", b->name, b->bytes, i);
-            return -1;
+            rc = -1;
         }
-    return 0;
+    free(h);
+    return rc;
 }
 
 void to_device(void *d_dst, const void *h_src, size_t bytes)

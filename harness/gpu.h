@@ -50,13 +50,23 @@ int gpu_shuffle_schedule(unsigned long long seed);
 
 /* ---- buffers ---------------------------------------------------------------------------- */
 
-/* Bytes of guard zone before and after every buffer. */
-#define DBUF_GUARD 4096
+/* Bytes of guard zone before and after every buffer: 1 MiB on a GPU, where nothing else
+ * catches a store that lands in another allocation (a fault comes only past the 2 MiB page);
+ * 64 KiB on the CPU backend, whose guard pages catch the next 256 KiB. */
+#ifdef HARNESS_EMU
+#define DBUF_GUARD (64 * 1024)
+#else
+#define DBUF_GUARD (1024 * 1024)
+#endif
 
 /* A device buffer of `bytes`, with guard zones on both sides filled with a known pattern and
  * the buffer itself filled with 0xFF bytes (NaN as float, -1 as int). `name` is used in
  * messages ("d_c"). */
 void *dbuf_alloc(size_t bytes, const char *name);
+/* The same for a kernel's input: its guard zones hold 0xFF bytes, NaN in every floating-point
+ * format, so that a read past either end changes the answer (NaN x 0 is NaN); a write there is
+ * still reported by dbuf_check_guards. */
+void *dbuf_alloc_input(size_t bytes, const char *name);
 void dbuf_free(void *d);
 /* Refill with NaN, before each launch whose every output element must be written. */
 void dbuf_poison(void *d);

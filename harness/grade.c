@@ -22,6 +22,7 @@ struct slot {
     /* a test passes only when it reached its end: the teardown after it returned sets ended;
      * an exit() before that sets exited and the status it was given */
     int ended, exited, exit_status;
+    int second_run;           /* 1: the test's second run had begun, 2: and it was shuffled */
 };
 
 /* Shared between the parent and every forked test: made before the first fork. */
@@ -322,6 +323,27 @@ void grade_note(int slot, const char *fmt, ...)
     va_end(ap);
 }
 
+void grade_second_run(int slot, int shuffled)
+{
+    if (slot >= 0 && slot < GRADE_MAX_TESTS)
+        sh->slots[slot].second_run = shuffled < 0 ? 0 : shuffled ? 2 : 1;
+}
+
+/* What a failure in a second run says besides its hint: the first run, on the same shape,
+ * passed. */
+static const char *second_run_note(int how)
+{
+    return how == 2 ? "right on the first run and wrong on the second, where the threads met "
+                      "their barriers in another order, the blocks ran in another order and "
+                      "the streams' work interleaved differently: the signature of a race (a "
+                      "__syncthreads() missing between a write to shared memory and the reads "
+                      "of it, a block that reads what another block writes, a missing event "
+                      "between streams), or of a result kept from the first run"
+                    : "right on the first run and wrong on the second, on fresh inputs into a "
+                      "freshly poisoned output: a result kept from the first run (a static, a "
+                      "cached pointer), or a race that this run's timing exposed";
+}
+
 void grade_hint(int slot, const char *fmt, ...)
 {
     va_list ap;
@@ -559,6 +581,8 @@ static void report(int i, TestResult *r)
         step_count(i, tcases[i], title, "FAIL", tr_msg(r), sl ? sl->hint : NULL);
         if (sl && sl->hint[0])
             print_block("hint: ", sl->hint);
+        if (sl && sl->second_run)
+            print_block("note: ", second_run_note(sl->second_run));
         print_stderr_of(i);
         break;
     default: {
@@ -580,9 +604,16 @@ static void report(int i, TestResult *r)
                               "threads a block x registers a thread must fit in 65,536 (64 "
                               "a thread for 1,024 threads); __launch_bounds__(threads) on "
                               "the kernel makes the compiler keep to it"
+                        : strstr(last, "cudaErrorInvalidConfiguration")
+                            ? "hint: a launch was refused for its configuration: a block of "
+                              "more than 1024 threads or of none, a grid dimension of 0 or "
+                              "past its limit (2^31 - 1 for x, 65535 for y and z), or more "
+                              "shared memory than a block may have; check each launch's "
+                              "cudaGetLastError to see which"
                             : "hint: the test stopped early: a CUDA error names the call "
-                              "that saw it; an illegal address is usually an index past "
-                              "the end of a buffer (a missing bounds check)");
+                              "that saw it; an illegal address is an index past the end of "
+                              "a buffer: a missing bounds check, or a stride, an offset or a "
+                              "grid that reaches too far");
         break;
     }
     }

@@ -57,6 +57,11 @@ void grader_skip(const char *title, const char *why);
 void grade_note(int slot, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* From inside a test: the hint a FAIL line shows under the message. */
 void grade_hint(int slot, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* From inside a test: its second run (on fresh inputs; shuffled: on the CPU backend, in a
+ * shuffled schedule) begins, the first having passed. A failure from here on is shown with a
+ * note of what that means (a race, or a result kept from the first run); shuffled < 0: a
+ * first run begins again (the next shape), and the note goes. flow_twice calls it. */
+void grade_second_run(int slot, int shuffled);
 /* From inside a test: the chapter line's closing words (the ratio and what it needs:
  * "...x over uncoalesced (needs 5x)"), or, in a step, that step's line's. */
 void grade_summary(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -4,12 +4,13 @@
  *   isolation          the suite: runs the demo below as a separate process (this program
  *                      with --demo, its results file in a temporary file) and checks its
  *                      lines, its exit status and its rows, one test per promise
- *   isolation --demo   a grader of eight tests, six of which fail on purpose:
+ *   isolation --demo   a grader of nine tests, seven of which fail on purpose:
  *                        a kernel that spins on a flag nobody sets (2 s timeout)
  *                        a correct kernel after it, which must still run and pass
  *                        a kernel that stores to an illegal address
  *                        NaN in the output, Inf in the output, an element never written
  *                        a store one element past the end of the output buffer
+ *                        a read one element past the end of the input, times zero
  *                        a correct kernel at the end
  *   isolation --demo-killed
  *                      a grader whose second test stalls, and which the suite kills from
@@ -52,6 +53,7 @@ static const char *const T_NAN = "a kernel that writes NaN";
 static const char *const T_INF = "a kernel that writes Inf";
 static const char *const T_SKIP = "a kernel that leaves one element unwritten";
 static const char *const T_PAST = "a kernel that stores one past the end of d_out";
+static const char *const T_READ = "a kernel that reads one past the end of d_in, times zero";
 static const char *const T_LAST = "a correct kernel at the end";
 static const char *const T_STALL = "a test that stalls until its grader is killed";
 static const char *const T_EXIT = "a launcher that calls exit(0)";
@@ -59,7 +61,7 @@ static const char *const T__EXIT = "a launcher that calls _exit(0)";
 static const char *const T_STOP = "a launcher that stops its grader with SIGSTOP";
 static const char *const T_GROUP = "a launcher that signals its process group";
 
-static int SLOT_AFTER, SLOT_NAN, SLOT_INF, SLOT_SKIP, SLOT_PAST, SLOT_LAST;
+static int SLOT_AFTER, SLOT_NAN, SLOT_INF, SLOT_SKIP, SLOT_PAST, SLOT_READ, SLOT_LAST;
 
 /* Run copy_faulty on fresh inputs into a poisoned, guarded d_out and grade it as a chapter's
  * grader does: guard zones first, then every element against the input. */
@@ -71,7 +73,8 @@ static void copy_and_check(int slot, enum fault fault)
     rng_fill_f32(&r, h_in, N, -1.0f, 1.0f);
     for (int i = 0; i < N; i++)
         ref[i] = h_in[i];
-    float *d_in = dbuf_alloc(sizeof h_in, "d_in"), *d_out = dbuf_alloc(sizeof h_out, "d_out");
+    float *d_in = dbuf_alloc_input(sizeof h_in, "d_in");
+    float *d_out = dbuf_alloc(sizeof h_out, "d_out");
     to_device(d_in, h_in, sizeof h_in);
     dbuf_poison(d_out);
     copy_faulty(d_in, d_out, N, fault, AT);
@@ -111,6 +114,8 @@ END_TEST
 START_TEST(skip_out) { copy_and_check(SLOT_SKIP, FAULT_SKIP); }
 END_TEST
 START_TEST(past_end) { copy_and_check(SLOT_PAST, FAULT_PAST_END); }
+END_TEST
+START_TEST(read_past) { copy_and_check(SLOT_READ, FAULT_READ_PAST); }
 END_TEST
 START_TEST(last) { copy_and_check(SLOT_LAST, FAULT_NONE); }
 END_TEST
@@ -166,6 +171,7 @@ static void add_demo(Suite *s)
     SLOT_INF = grader_add(s, "inf", inf_out, &T_INF, 1, 30);
     SLOT_SKIP = grader_add(s, "skip", skip_out, &T_SKIP, 1, 30);
     SLOT_PAST = grader_add(s, "past", past_end, &T_PAST, 1, 30);
+    SLOT_READ = grader_add(s, "read", read_past, &T_READ, 1, 30);
     SLOT_LAST = grader_add(s, "last", last, &T_LAST, 1, 30);
 }
 
@@ -387,11 +393,19 @@ START_TEST(overrun_names_buffer)
 }
 END_TEST
 
+START_TEST(read_past_fails)
+{
+    const char *b = fail_block(T_READ);
+    ASSERT_HAS(b, "1 of 1000 wrong");
+    ASSERT_HAS(b, "[999]: got -nan"); /* the guard zone's NaN, all bits set */
+}
+END_TEST
+
 START_TEST(demo_verdict)
 {
     ck_assert_msg(WIFEXITED(RUN.status) && WEXITSTATUS(RUN.status) == 1,
                   "the demo grader should exit 1 (status 0x%x)", RUN.status);
-    block_of(&RUN, DEMO "  FAIL  2/8 passed on ");
+    block_of(&RUN, DEMO "  FAIL  2/9 passed on ");
 }
 END_TEST
 
@@ -403,7 +417,7 @@ START_TEST(rows_per_test)
         { &T_CRASH, "FAIL", "cudaErrorIllegalAddress" },
         { &T_NAN, "FAIL", "got nan" },           { &T_INF, "FAIL", "got inf" },
         { &T_SKIP, "FAIL", "got -nan" },         { &T_PAST, "FAIL", "d_out" },
-        { &T_LAST, "PASS", "" },
+        { &T_READ, "FAIL", "got -nan" },         { &T_LAST, "PASS", "" },
     };
     const char *p = RUN.rows;
     static const char header[] = "chapter\tbackend\tside\tstep\ttest\tverdict\tmessage\tseed\n";
@@ -550,7 +564,8 @@ static void add_suite(Suite *s)
         { "Inf in the output fails", inf_fails },
         { "an unwritten element fails", unwritten_fails },
         { "a store past the end fails, naming the buffer", overrun_names_buffer },
-        { "the demo grader's verdict: 2/8 passed, exit status 1", demo_verdict },
+        { "a read past the end of an input fails, even times zero", read_past_fails },
+        { "the demo grader's verdict: 2/9 passed, exit status 1", demo_verdict },
         { "one row per test in the results file, in order", rows_per_test },
         { "a grader killed half-way keeps its earlier verdicts, and its test's process ends",
           killed_grader_keeps_verdicts },

@@ -16,6 +16,8 @@ enum fault {
     FAULT_INF,       /* d_out[at] = +Inf */
     FAULT_SKIP,      /* d_out[at] is never written */
     FAULT_PAST_END,  /* also writes d_out[n]: one element past the end */
+    FAULT_READ_PAST, /* d_out[i] = d_in[i] + 0 * d_in[i + 1]: reads one past the end of d_in,
+                        which changes nothing unless what lies there is NaN */
 };
 void copy_faulty(const float *d_in, float *d_out, int n, enum fault fault, int at);
 
