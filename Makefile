@@ -96,6 +96,17 @@ CONCEPT_CHAPTERS := $(filter 02-% 03-% 04-% 07-%,$(PROFILE_CHAPTERS))
 
 # ---- compiling one object ------------------------------------------------------------------
 
+# Objects are rebuilt when a file they read changes content, not only time: after each compile,
+# scripts/stamp.sh writes OBJECT.stamps.d (included with the other .d files), which makes the
+# object depend on the content stamps (build/stamps/FILE.sha256) of its source and of the
+# headers it read, of those under chapters/ and solutions/; every run remakes those stamps, and
+# a stamp's time moves only when its file's checksum changed. So a learner's file put back with
+# an older time (cp -p, mv) is rebuilt, and nothing is when nothing changed.
+stamp_deps = @scripts/stamp.sh --deps $@ $(@:.o=.d) $<
+EMU_AFTER_COMPILE = $(stamp_deps)
+build/stamps/%.sha256: FORCE
+	@scripts/stamp.sh $* $@
+
 # Objects are rebuilt when the flags change (ARCH=90 for a quick GPU visit, then the full set).
 build/cuda/.nvccflags: FORCE
 	@mkdir -p $(@D)
@@ -105,6 +116,7 @@ build/cuda/.nvccflags: FORCE
 build/cuda/%.o: %.cu build/cuda/.nvccflags
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) $(CU_INC) -c $< -o $@
+	$(stamp_deps)
 
 # wgmma and setmaxnreg exist only in sm_90a code, which runs on compute capability 9.0 alone:
 # the files that use them (*_sm90a.cu) are built for sm_90a in place of sm_90 when ARCH has 90,
@@ -120,10 +132,12 @@ build/cuda/%_sm90a.o: private NVCCFLAGS := $(SM90A_NVCCFLAGS)
 build/cuda/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(CPPFLAGS_cuda) -Ichapters/$(notdir $*) -c $< -o $@
+	$(stamp_deps)
 
 build/emu/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(CPPFLAGS_emu) -Ichapters/$(notdir $*) -c $< -o $@
+	$(stamp_deps)
 
 # the profile driver, once per chapter and backend: graders/profile_main.c with that chapter's
 # contract header; chapter 07, whose launchers take other arguments, has its own
@@ -132,15 +146,19 @@ profile_src = $(if $(filter 07-%,$1),graders/profile_membound.c,graders/profile_
 build/cuda/profile/%.o: $$(call profile_src,$$*)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(CPPFLAGS_cuda) -Ichapters/$* -c $< -o $@
+	$(stamp_deps)
 
 build/emu-prof/profile/%.o: $$(call profile_src,$$*)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(CPPFLAGS_emu) -Ichapters/$* -c $< -o $@
+	$(stamp_deps)
 
 # The patched copy of a known-bug kernel, build/mutants/CHAPTER/NAME/FILE.cu, remade when the
-# patch or the file it patches changes; its objects come from the .cu rules above.
+# patch or the file it patches changes (its content stamp, as for an object); its objects come
+# from the .cu rules above.
 mutant_of_copy = $(patsubst %/,%,$(dir $1))
-build/mutants/%.cu: tests/mutants/$$(call mutant_of_copy,$$*).patch $$(call mutant_target,$$(call mutant_of_copy,$$*)) scripts/mutate.sh
+build/mutants/%.cu: tests/mutants/$$(call mutant_of_copy,$$*).patch $$(call mutant_target,$$(call mutant_of_copy,$$*)) \
+    build/stamps/$$(call mutant_target,$$(call mutant_of_copy,$$*)).sha256 scripts/mutate.sh
 	scripts/mutate.sh $< $(@D)
 
 # the C libraries: the harness, and the grading families the chapter graders share
