@@ -6,9 +6,9 @@
 #   make tune CH=04            on a GPU, measure the tile configurations the launchers pick from
 #   make progress              the ladder climbed so far: each chapter's steps passed
 #
-# Variables choose, not edits: CH=01 (one chapter), STEP=3 (one step of it), SOLUTIONS=1
-# (grade solutions/), BACKEND=auto|cuda|emu, ARCH="75 80 86 89 90" (the SM versions to build
-# for), SEED=n.
+# Variables choose, not edits: CH=01 (a chapter; CH="01 04" two), STEP=3 (one step of one
+# chapter), SOLUTIONS=1 (grade solutions/), BACKEND=auto|cuda|emu, ARCH="75 80 86 89 90" (the
+# SM versions to build for), SEED=n; each checked before anything is built (make check-vars).
 # Everything generated goes under build/. README.md says more.
 #
 # How this file is laid out: tools and flags; the chapters and their sources; how one object is
@@ -64,8 +64,10 @@ LDLIBS_emu   := $(EMU_LIB) $(CHECK_LIBS) $(EMU_LDLIBS)
 # ---- chapters and their sources ----------------------------------------------------------
 
 CHAPTERS_ALL := $(patsubst chapters/%/,%,$(sort $(dir $(wildcard chapters/[0-9][0-9]-*/))))
-CH_NORM      := $(if $(filter 1 2 3 4 5 6 7 8 9,$(CH)),0$(CH),$(CH))
-CHAPTERS     := $(if $(CH),$(filter $(CH_NORM) $(CH_NORM)-%,$(CHAPTERS_ALL)),$(CHAPTERS_ALL))
+# CH names one or more chapters, each by its number, its name or the start of it
+# (scripts/vars.sh, which `make check-vars` runs before a grade builds anything, says why a CH
+# names none; here it is then empty)
+CHAPTERS     := $(if $(strip $(CH)),$(shell scripts/vars.sh chapters '$(CH)' '$(CHAPTERS_ALL)' 2>/dev/null),$(CHAPTERS_ALL))
 SIDE         := $(if $(filter 1 yes true,$(SOLUTIONS)),solutions,chapters)
 
 # The kernel sources of chapter $2 on side $1: a solution directory replaces the chapter's
@@ -331,6 +333,16 @@ deps: deps-test
 deps-grade deps-test deps-book: deps-%:
 	@scripts/deps.sh $*
 
+# The variables a learner types, checked before anything is installed, built or graded (and
+# build/grade.tsv left as it was): CH, STEP, SOLUTIONS, BACKEND, SEED, GRADE_LIMIT, GRADE_GRACE.
+# Each refused says the forms it takes (scripts/vars.sh).
+.PHONY: check-vars
+check-vars:
+	@CH='$(CH)' CHAPTERS_ALL='$(CHAPTERS_ALL)' STEP='$(STEP)' SOLUTIONS='$(SOLUTIONS)' \
+	  BACKEND='$(BACKEND)' SEED='$(SEED)' GRADE_LIMIT='$(GRADE_LIMIT)' GRADE_GRACE='$(GRADE_GRACE)' \
+	  scripts/vars.sh check
+deps-grade: check-vars
+
 # what the scripts are told, besides the environment they inherit
 RUN_ENV = CHAPTERS="$(CHAPTERS)" CHAPTERS_ALL="$(CHAPTERS_ALL)" CH="$(CH)" SIDE="$(SIDE)" \
           BACKEND="$(BACKEND)" MAKE="$(MAKE)" STEP="$(STEP)"
@@ -439,7 +451,7 @@ clean:
 # same columns per kernel. harness/emu/README.md ("Profiling") gives the model;
 # scripts/profile.sh runs it, scripts/ncu-run.sh and scripts/ncu-table.awk are the ncu side.
 .PHONY: profile
-profile: build/programs.tsv
+profile: check-vars build/programs.tsv
 	@CHAPTERS="$(CHAPTERS)" PROFILE_CHAPTERS="$(PROFILE_CHAPTERS)" SIDE="$(SIDE)" \
 	  BACKEND="$(BACKEND)" KERNEL="$(KERNEL)" MAKE="$(MAKE)" scripts/profile.sh
 
