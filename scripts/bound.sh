@@ -34,7 +34,7 @@ bounded() {
     # the watch: in this script's process group, outside the grader's
     (
         trap 'kill "$s" 2>/dev/null; exit 0' TERM
-        sleep $((grade_limit + 2 * grade_grace + 5)) &
+        sleep $((grade_limit + 2 * grade_grace + 2)) &
         s=$!
         wait "$s" && kill -KILL -- "-$pid"
     ) > /dev/null 2>&1 &
@@ -79,7 +79,8 @@ graded() {
     if [[ ! -s $tsv ]]; then
         printf 'chapter\tbackend\tside\tstep\ttest\tverdict\tmessage\tseed\n' > "$tsv"
     fi
-    seed=$(tail -n +$((rows0 + 1)) "$tsv" | awk -F'\t' 'NF >= 8 && $1 != "chapter" { s = $8 } END { print s == "" ? "-" : s }')
+    seed=$(tail -n +$((rows0 + 1)) "$tsv" | awk -F'\t' 'NF >= 8 && $1 != "chapter" { s = $8 } END { print s }')
+    [[ -n $seed ]] || seed=${SEED:--}
     printf '%s\t%s\t%s\t%s\t(the grade was cut short)\tPARTIAL\t%s\t%s\n' \
         "$label" "$backend" "$side" "$step" "$why" "$seed" >> "$tsv"
     ((rc == 0)) && rc=1

@@ -57,7 +57,8 @@ awk -F'\t' '
             key = order[i]
             split(key, f, "\t")
             label = sprintf("  %-26s %-9s %-4s", f[1], f[2], f[3])
-            recorded = sprintf("%d of %d tests recorded passed", tests_passed[key], tests[key])
+            recorded = tests[key] ? sprintf("%d of %d tests recorded passed", tests_passed[key],
+                                            tests[key]) : "no test recorded"
             if (key in partial) {
                 printf "%s  PARTIAL: the grade was cut short (%s); %s\n", label, partial[key],
                        recorded
