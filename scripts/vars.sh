@@ -17,7 +17,7 @@
 set -uo pipefail
 
 chapters() { # chapters CH CHAPTERS_ALL
-    local want=${1//,/ } all=$2 w c n name matches picked=" " bad=0
+    local want=${1//,/ } all=$2 w c n matches picked=" " bad=0
     for w in $want; do
         matches=
         if [[ $w =~ ^[0-9]{1,2}$ ]]; then
@@ -62,6 +62,9 @@ seed_ok() {
     elif [[ $1 =~ ^[0-9]+$ ]]; then
         d=$1
         while [[ $d == 0?* ]]; do d=${d#0}; done
+        # 20 digits: as strings of one length compare, so do their values (bash's own
+        # arithmetic stops at 2^63)
+        # shellcheck disable=SC2071
         ((${#d} < 20)) || { ((${#d} == 20)) && [[ ! $d > 18446744073709551615 ]]; }
     else
         return 1
