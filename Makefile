@@ -6,9 +6,9 @@
 #   make tune CH=04            on a GPU, measure the tile configurations the launchers pick from
 #   make progress              the ladder climbed so far: each chapter's steps passed
 #
-# Variables choose, not edits: CH=01 (one chapter), STEP=3 (one step of it), SOLUTIONS=1
-# (grade solutions/), BACKEND=auto|cuda|emu, ARCH="75 80 86 89 90" (the SM versions to build
-# for), SEED=n.
+# Variables choose, not edits: CH=01 (a chapter; CH="01 04" two), STEP=3 (one step of one
+# chapter), SOLUTIONS=1 (grade solutions/), BACKEND=auto|cuda|emu, ARCH="75 80 86 89 90" (the
+# SM versions to build for), SEED=n; each checked before anything is built (make check-vars).
 # Everything generated goes under build/. README.md says more.
 #
 # How this file is laid out: tools and flags; the chapters and their sources; how one object is
@@ -64,8 +64,10 @@ LDLIBS_emu   := $(EMU_LIB) $(CHECK_LIBS) $(EMU_LDLIBS)
 # ---- chapters and their sources ----------------------------------------------------------
 
 CHAPTERS_ALL := $(patsubst chapters/%/,%,$(sort $(dir $(wildcard chapters/[0-9][0-9]-*/))))
-CH_NORM      := $(if $(filter 1 2 3 4 5 6 7 8 9,$(CH)),0$(CH),$(CH))
-CHAPTERS     := $(if $(CH),$(filter $(CH_NORM) $(CH_NORM)-%,$(CHAPTERS_ALL)),$(CHAPTERS_ALL))
+# CH names one or more chapters, each by its number, its name or the start of it
+# (scripts/vars.sh, which `make check-vars` runs before a grade builds anything, says why a CH
+# names none; here it is then empty)
+CHAPTERS     := $(if $(strip $(CH)),$(shell scripts/vars.sh chapters '$(CH)' '$(CHAPTERS_ALL)' 2>/dev/null),$(CHAPTERS_ALL))
 SIDE         := $(if $(filter 1 yes true,$(SOLUTIONS)),solutions,chapters)
 
 # The kernel sources of chapter $2 on side $1: a solution directory replaces the chapter's
@@ -96,6 +98,17 @@ CONCEPT_CHAPTERS := $(filter 02-% 03-% 04-% 07-%,$(PROFILE_CHAPTERS))
 
 # ---- compiling one object ------------------------------------------------------------------
 
+# Objects are rebuilt when a file they read changes content, not only time: after each compile,
+# scripts/stamp.sh writes OBJECT.stamps.d (included with the other .d files), which makes the
+# object depend on the content stamps (build/stamps/FILE.sha256) of its source and of the
+# headers it read, of those under chapters/ and solutions/; every run remakes those stamps, and
+# a stamp's time moves only when its file's checksum changed. So a learner's file put back with
+# an older time (cp -p, mv) is rebuilt, and nothing is when nothing changed.
+stamp_deps = @scripts/stamp.sh --deps $@ $(@:.o=.d) $<
+EMU_AFTER_COMPILE = $(stamp_deps)
+build/stamps/%.sha256: FORCE
+	@scripts/stamp.sh $* $@
+
 # Objects are rebuilt when the flags change (ARCH=90 for a quick GPU visit, then the full set).
 build/cuda/.nvccflags: FORCE
 	@mkdir -p $(@D)
@@ -105,6 +118,7 @@ build/cuda/.nvccflags: FORCE
 build/cuda/%.o: %.cu build/cuda/.nvccflags
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) $(CU_INC) -c $< -o $@
+	$(stamp_deps)
 
 # wgmma and setmaxnreg exist only in sm_90a code, which runs on compute capability 9.0 alone:
 # the files that use them (*_sm90a.cu) are built for sm_90a in place of sm_90 when ARCH has 90,
@@ -120,10 +134,12 @@ build/cuda/%_sm90a.o: private NVCCFLAGS := $(SM90A_NVCCFLAGS)
 build/cuda/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(CPPFLAGS_cuda) -Ichapters/$(notdir $*) -c $< -o $@
+	$(stamp_deps)
 
 build/emu/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(CPPFLAGS_emu) -Ichapters/$(notdir $*) -c $< -o $@
+	$(stamp_deps)
 
 # the profile driver, once per chapter and backend: graders/profile_main.c with that chapter's
 # contract header; chapter 07, whose launchers take other arguments, has its own
@@ -132,15 +148,19 @@ profile_src = $(if $(filter 07-%,$1),graders/profile_membound.c,graders/profile_
 build/cuda/profile/%.o: $$(call profile_src,$$*)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(CPPFLAGS_cuda) -Ichapters/$* -c $< -o $@
+	$(stamp_deps)
 
 build/emu-prof/profile/%.o: $$(call profile_src,$$*)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(CPPFLAGS_emu) -Ichapters/$* -c $< -o $@
+	$(stamp_deps)
 
 # The patched copy of a known-bug kernel, build/mutants/CHAPTER/NAME/FILE.cu, remade when the
-# patch or the file it patches changes; its objects come from the .cu rules above.
+# patch or the file it patches changes (its content stamp, as for an object); its objects come
+# from the .cu rules above.
 mutant_of_copy = $(patsubst %/,%,$(dir $1))
-build/mutants/%.cu: tests/mutants/$$(call mutant_of_copy,$$*).patch $$(call mutant_target,$$(call mutant_of_copy,$$*)) scripts/mutate.sh
+build/mutants/%.cu: tests/mutants/$$(call mutant_of_copy,$$*).patch $$(call mutant_target,$$(call mutant_of_copy,$$*)) \
+    build/stamps/$$(call mutant_target,$$(call mutant_of_copy,$$*)).sha256 scripts/mutate.sh
 	scripts/mutate.sh $< $(@D)
 
 # the C libraries: the harness, and the grading families the chapter graders share
@@ -313,6 +333,16 @@ deps: deps-test
 deps-grade deps-test deps-book: deps-%:
 	@scripts/deps.sh $*
 
+# The variables a learner types, checked before anything is installed, built or graded (and
+# build/grade.tsv left as it was): CH, STEP, SOLUTIONS, BACKEND, SEED, GRADE_LIMIT, GRADE_GRACE.
+# Each refused says the forms it takes (scripts/vars.sh).
+.PHONY: check-vars
+check-vars:
+	@CH='$(CH)' CHAPTERS_ALL='$(CHAPTERS_ALL)' STEP='$(STEP)' SOLUTIONS='$(SOLUTIONS)' \
+	  BACKEND='$(BACKEND)' SEED='$(SEED)' GRADE_LIMIT='$(GRADE_LIMIT)' GRADE_GRACE='$(GRADE_GRACE)' \
+	  scripts/vars.sh check
+deps-grade: check-vars
+
 # what the scripts are told, besides the environment they inherit
 RUN_ENV = CHAPTERS="$(CHAPTERS)" CHAPTERS_ALL="$(CHAPTERS_ALL)" CH="$(CH)" SIDE="$(SIDE)" \
           BACKEND="$(BACKEND)" MAKE="$(MAKE)" STEP="$(STEP)"
@@ -421,7 +451,7 @@ clean:
 # same columns per kernel. harness/emu/README.md ("Profiling") gives the model;
 # scripts/profile.sh runs it, scripts/ncu-run.sh and scripts/ncu-table.awk are the ncu side.
 .PHONY: profile
-profile: build/programs.tsv
+profile: check-vars build/programs.tsv
 	@CHAPTERS="$(CHAPTERS)" PROFILE_CHAPTERS="$(PROFILE_CHAPTERS)" SIDE="$(SIDE)" \
 	  BACKEND="$(BACKEND)" KERNEL="$(KERNEL)" MAKE="$(MAKE)" scripts/profile.sh
 

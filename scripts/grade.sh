@@ -4,7 +4,11 @@
 # Chooses the backend, builds the graders of the chosen chapters, runs each one (a crash in one
 # does not stop the others) and prints an overall line. Exit status 0 only when all passed.
 # Environment, from the Makefile: CHAPTERS, CHAPTERS_ALL, CH, STEP, SIDE, BACKEND, MAKE.
-# STEP=k grades step k of the one chapter CH names.
+# STEP=k grades step k of the one chapter CH names. The variables were checked before anything
+# was built (make check-vars: scripts/vars.sh); they are checked again here, before build/grade.tsv
+# is touched. Each grader runs bounded from outside (scripts/bound.sh: GRADE_LIMIT, GRADE_GRACE),
+# and one that is cut short leaves its rows marked partial. GRADE_TSV names another results file
+# than build/grade.tsv, as it does for the graders.
 set -uo pipefail
 
 mode=grade
@@ -13,6 +17,9 @@ case ${1:-} in
     --tune) mode=tune ;;
 esac
 make_=${MAKE:-make}
+scripts/vars.sh check || exit 2
+# shellcheck source=scripts/bound.sh
+source scripts/bound.sh
 
 if [[ -z ${CHAPTERS// } ]]; then
     echo "$mode: no chapter matches CH=$CH. The chapters are:" >&2
@@ -76,11 +83,12 @@ counts=build/$backend/grade-counts.tsv
 # build/grade.tsv: the verdicts, test by test, written as each test ends, and a row a step.
 # A grade replaces the rows of what it grades (these chapters, or this one step, on this side
 # and backend) and keeps the rest, so that `make progress` shows the whole ladder climbed.
-if [[ $mode == grade ]]; then
-    if [[ -s build/grade.tsv && $(head -1 build/grade.tsv) == *$'\tstep\t'* ]]; then
-        scripts/progress.sh --drop build/grade.tsv "$CHAPTERS" "$SIDE" "$backend" "$step"
+results=${GRADE_TSV-build/grade.tsv}
+if [[ $mode == grade && -n $results ]]; then
+    if [[ -s $results && $(head -1 "$results") == *$'\tstep\t'* ]]; then
+        scripts/progress.sh --drop "$results" "$CHAPTERS" "$SIDE" "$backend" "$step"
     else
-        : > build/grade.tsv
+        : > "$results"
     fi
 fi
 : > "$counts"
@@ -89,11 +97,12 @@ for c in $CHAPTERS; do
     bin=$(program_path grade "$kind" "$c" - "$backend")
     echo
     if [[ $mode == bench ]]; then
-        GRADE_COUNTS=$counts "$bin" --bench "build/results/$c.tsv"
+        bounded "$c" env GRADE_COUNTS="$counts" "$bin" --bench "build/results/$c.tsv"
     elif [[ $mode == tune ]]; then
-        GRADE_COUNTS=$counts "$bin" --tune "build/results/$c-tune.tsv"
+        bounded "$c" env GRADE_COUNTS="$counts" "$bin" --tune "build/results/$c-tune.tsv"
     else
-        GRADE_COUNTS=$counts GRADE_STEP=$step "$bin"
+        graded "$c" "$results" "$counts" "$step" "$SIDE" "$backend" \
+            env GRADE_COUNTS="$counts" GRADE_STEP="$step" "$bin"
     fi
     if [[ $? -eq 0 ]]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 done
@@ -105,7 +114,9 @@ elif [[ $mode == bench ]]; then
     echo "bench: $passed of $total chapters measured; rows in build/results/ (make plots draws from them)"
 else
     echo "grade: $passed of $total chapters passed ($SIDE, $backend backend)"
-    echo
-    scripts/progress.sh build/grade.tsv
+    if [[ -n $results ]]; then
+        echo
+        scripts/progress.sh "$results"
+    fi
 fi
 [[ $failed -eq 0 ]]

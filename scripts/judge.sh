@@ -23,7 +23,9 @@
 # a FAIL), then "judge: N passed, N failed". Exit status 0 only when every binary was judged ok.
 #   JUDGE_JOBS=n      graders run n at a time (default: 1 on a GPU, where timings must not share
 #                     it; the number of processors on the CPU backend); lines stay in order
-#   JUDGE_TIMEOUT=s   each grader's time limit in seconds (default: none)
+#   JUDGE_TIMEOUT=s   each grader's time limit in seconds (default: GRADE_LIMIT's, 1800); every
+#                     grader runs bounded from outside (scripts/bound.sh), so that one stopped
+#                     by the code it grades ends all the same
 #   JUDGE_LOG=DIR     each grader's output also into DIR/KIND-CHAPTER[-NAME].log
 #   JUDGE_KINDS="solution starter"   only those kinds (default: all three)
 # The graders' per-test rows go to GRADE_TSV if set, else build/judge-grade.tsv: a judged
@@ -34,6 +36,9 @@ export GRADE_TSV=${GRADE_TSV:-build/judge-grade.tsv}
 shift
 # shellcheck source=scripts/programs.sh
 source "$(dirname "$0")/programs.sh"
+GRADE_LIMIT=${JUDGE_TIMEOUT:-${GRADE_LIMIT:-}}
+# shellcheck source=scripts/bound.sh
+source "$(dirname "$0")/bound.sh"
 manifest=$programs
 [[ -r $manifest ]] || { echo "judge: $manifest: no such manifest (make writes it with the graders)" >&2; exit 2; }
 only=" $* "
@@ -73,11 +78,8 @@ run_one() { # run_one INDEX BINARY [STEP]: output, exit status and seconds into 
         echo "judge: $2 is not built (make builds it)" > "$tmp/$1.out"; echo 127 > "$tmp/$1.rc"
         return
     fi
-    if [[ -n ${JUDGE_TIMEOUT:-} ]]; then
-        timeout "$JUDGE_TIMEOUT" "$2" > "$tmp/$1.out" 2>&1; rc=$?
-    else
-        "$2" > "$tmp/$1.out" 2>&1; rc=$?
-    fi
+    bounded "$2" "$2" > "$tmp/$1.out" 2>&1
+    rc=$?
     echo "$rc" > "$tmp/$1.rc"
     echo $((SECONDS - t0)) > "$tmp/$1.s"
 }
@@ -101,7 +103,7 @@ verdict() { # verdict INDEX: judge row INDEX from its output
         cp "$tmp/$1.out" "$log.log"
     fi
     local timed_out=
-    [[ $rc -eq 124 && -n ${JUDGE_TIMEOUT:-} ]] && timed_out=" (timed out after ${JUDGE_TIMEOUT} s)"
+    grep -q ": the grade did not end within" "$tmp/$1.out" && timed_out=" (stopped at the limit of $grade_limit s)"
     first=$(grep -m1 '^  FAIL  ' <<<"$out" | sed 's/^ *FAIL  //' | cut -c1-150)
     local ok=0 line steps_passed
     steps_passed=$(grep -Ec "^  [0-9]+ step [0-9]+ of [0-9]+  .* PASS  " <<<"$out")

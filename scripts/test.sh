@@ -10,7 +10,10 @@
 #   5. both directions, on the CPU backend and on a GPU when one answers (scripts/judge.sh):
 #      each solution passes its grader (every step of it), each starter fails it (no step
 #      passes), and each known-bug kernel (tests/mutants/) fails its step, with the symptom its
-#      patch names; make progress and the rows a grade keeps (tests/progress.sh)
+#      patch names; make progress and the rows a grade keeps (tests/progress.sh); the variables
+#      a grade is given, checked before it builds (tests/vars.sh); the bound from outside on
+#      every grader, and the partial rows of a grade cut short (tests/bound.sh); objects
+#      rebuilt from content, not times (tests/stamps.sh)
 #   6. isolation (tests/isolation.c): a hanging, a crashing, a NaN-, Inf- and unwritten-output,
 #      and an overrunning kernel each fail one test of a demo grader, which goes on and keeps
 #      its results file row by row; on the CPU backend, and on a GPU when one answers
@@ -45,13 +48,18 @@ step() { # step NAME COMMAND...: run a step, count it
     fi
 }
 
-checks() { # checks NAME COMMAND...: a Check program; its own tests are tallied from $counts
+# shellcheck source=scripts/bound.sh
+source scripts/bound.sh
+
+checks() { # checks NAME COMMAND...: a Check program; its own tests are tallied from $counts. A
+    # program (not a make) runs bounded from outside, as every grader does (scripts/bound.sh).
     local name=$1; shift
     echo
     echo "== $name"
-    local before
+    local before run=()
     before=$(wc -l < "$counts")
-    if ! GRADE_COUNTS=$counts "$@"; then
+    [[ $1 == "$make_" ]] || run=(bounded "$1")
+    if ! GRADE_COUNTS=$counts "${run[@]}" "$@"; then
         echo "== FAILED: $name"
         failures+=("$name")
         # a program that died before its tally still counts as one failure
@@ -112,6 +120,9 @@ described() {
 step "every grader describes itself as the manifest says (--describe)" described
 step "make progress reads the ladder from the results; make grade keeps what it does not regrade" \
     tests/progress.sh
+step "make grade refuses a bad CH, STEP, SOLUTIONS, BACKEND or SEED before it builds" tests/vars.sh
+step "every grade is bounded from outside; a grade cut short is marked partial" tests/bound.sh
+step "objects rebuild from content: a file put back with an older time is rebuilt" tests/stamps.sh
 step "the profiler's Nsight Compute side: CSV samples, a dry run with a stand-in ncu" \
     tests/ncu_table.sh
 

@@ -30,9 +30,29 @@ START_TEST(seed_hex_is_accepted)
 }
 END_TEST
 
+START_TEST(seed_decimal_with_zeros_is_decimal)
+{
+    setenv("SEED", "010", 1); /* not octal */
+    ck_assert_uint_eq(harness_seed(), 10);
+}
+END_TEST
+
+START_TEST(seed_largest_is_accepted)
+{
+    setenv("SEED", "18446744073709551615", 1);
+    ck_assert_uint_eq(harness_seed(), UINT64_MAX);
+}
+END_TEST
+
+/* what scripts/vars.sh refuses too (tests/vars.sh holds the same list) */
+static const char *const BAD_SEEDS[] = {
+    "12abc", "-1", "+1", " 1", "1 ", "0x", "0xg", "1e3", "18446744073709551616",
+    "0x10000000000000000",
+};
+
 START_TEST(seed_garbage_exits_2)
 {
-    setenv("SEED", "12abc", 1);
+    setenv("SEED", BAD_SEEDS[_i], 1);
     ck_assert_ptr_nonnull(freopen("/dev/null", "w", stderr)); /* the message is expected */
     harness_seed();
 }
@@ -367,7 +387,10 @@ int main(void)
     TCase *tc = tcase_create("seed");
     tcase_add_test(tc, seed_from_env_is_used);
     tcase_add_test(tc, seed_hex_is_accepted);
-    tcase_add_exit_test(tc, seed_garbage_exits_2, 2);
+    tcase_add_test(tc, seed_decimal_with_zeros_is_decimal);
+    tcase_add_test(tc, seed_largest_is_accepted);
+    tcase_add_loop_exit_test(tc, seed_garbage_exits_2, 2, 0,
+                             (int)(sizeof BAD_SEEDS / sizeof BAD_SEEDS[0]));
     tcase_add_test(tc, seed_without_env_differs_between_processes);
     tcase_add_test(tc, rng_is_reproducible);
     tcase_add_test(tc, rng_fill_stays_in_range_and_is_not_constant);

@@ -50,13 +50,15 @@ $(EMU_BUILD)/runtime/%.o: $(EMU_DIR)/src/%.S
 
 # A CUDA source for the CPU: rewrite (keeping the .cu's line numbers), then g++ with the
 # emu headers force-included as nvcc force-includes cuda_runtime.h. -iquote keeps the .cu's
-# own directory first for "..." includes, as if it were compiled where it lies.
+# own directory first for "..." includes, as if it were compiled where it lies. Then what the
+# including Makefile adds after every compile (EMU_AFTER_COMPILE: the top one's content stamps).
 $(EMU_BUILD)/%.o: %.cu $(EMU_REWRITE) $(EMU_HEADERS) $(EMU_DIR)/emu.mk
 	@mkdir -p $(dir $@)
 	$(EMU_AWK) -f $(EMU_REWRITE) $< > $(EMU_BUILD)/$*.emu.cpp
 	$(EMU_CXX) $(EMU_CU_CXXFLAGS) $(EMU_CPPFLAGS) -iquote $(dir $<) $(CU_INC) \
 	    -include cuda_runtime.h -MMD -MP -MT $@ -MF $(EMU_BUILD)/$*.d \
 	    -c $(EMU_BUILD)/$*.emu.cpp -o $@
+	$(EMU_AFTER_COMPILE)
 
 # (the top-level Makefile includes every build/**/*.d itself)
 ifndef EMU_INCLUDED_BY_TOP
@@ -138,6 +140,7 @@ $(EMU_PROF_BUILD)/%.o: %.cu $(EMU_REWRITE) $(EMU_HEADERS) $(EMU_DIR)/emu.mk
 	$(EMU_PROF_CXX) $(EMU_PROF_CU_CXXFLAGS) $(EMU_CPPFLAGS) -iquote $(dir $<) $(CU_INC) \
 	    -include cuda_runtime.h -MMD -MP -MT $@ -MF $(EMU_PROF_BUILD)/$*.d \
 	    -c $(EMU_PROF_BUILD)/$*.emu.cpp -o $@
+	$(EMU_AFTER_COMPILE)
 
 ifndef EMU_INCLUDED_BY_TOP
 -include $(shell find $(EMU_PROF_BUILD) -name '*.d' 2>/dev/null)
