@@ -258,6 +258,9 @@ build/cuda/tests/harness: build/cuda/tests/harness.o build/cuda/harness/harness.
 build/cuda/tests/isolation build/emu/tests/isolation: build/%/tests/isolation: build/%/tests/isolation.o \
     build/%/tests/isolation_kernels.o build/%/tests/ident.o build/%/libharness.a $$(call archives_of,$$(LDLIBS_$$*))
 	$(CXX) -o $@ $(filter %.o,$^) build/$*/libharness.a $(LDLIBS_$*)
+# the watch of chapter 06's graders (tests/watch.c), linked with their --wrap flags
+build/emu/tests/watch: build/emu/tests/watch.o build/emu/libharness.a $(EMU_LIB)
+	$(CXX) -o $@ $(foreach f,$(WATCH_CALLS_emu),-Wl,--wrap=$f) $(filter %.o,$^) build/emu/libharness.a $(LDLIBS_emu)
 build/cuda/tests/shared_wavefronts: build/cuda/tests/ncu/shared_wavefronts.o
 	$(CXX) -o $@ $^ $(LDLIBS_cuda)
 

@@ -10,6 +10,16 @@
  *                    told from not sticky, the device usable after the non-sticky one, and
  *                    nothing leaked. On a GPU: your loop at your cadence at most 5% slower
  *                    than the same work with no checks, measured in the same run.
+ *
+ * Nothing leaked, on both backends: this grader is linked with the runtime's allocation,
+ * stream, event and reset calls wrapped (harness/watch.h; the Makefile's WATCH_CALLS), and
+ * after every graded call (the demo, each run with no fault, each fault, the fresh run after
+ * the refused launch) anything the call made and left live fails the test, named with its
+ * size: a device allocation of any size, pinned or registered host memory, a stream, an
+ * event. So does a release of what it did not hold, and a cudaDeviceReset (it destroys every
+ * object of the process, the caller's too: no recovery). On a GPU the free device memory is
+ * compared as well (cudaMemGetInfo, 64 MiB buffers), which also sees memory taken by calls
+ * that are not watched.
  *   grade --bench F  the loop with no checks and with a check after every launch, each with a
  *                    synchronisation every 1, 10, 100 iterations and never, as rows in F (GPU
  *                    only): ms is the time per iteration of three launches.

@@ -328,8 +328,9 @@ int watch_describe(char *buf, size_t len)
             append(buf, len, "%s%zu", sep, g_objects[i].bytes);
         }
         if (shown < n)
-            append(buf, len, " and %d more, %zu in all", n - shown, sum);
-        append(buf, len, " bytes)");
+            append(buf, len, " and %d more: %zu bytes in all)", n - shown, sum);
+        else
+            append(buf, len, " bytes)");
     }
     pthread_mutex_unlock(&g_lock);
     if (total == 0)
