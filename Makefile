@@ -226,11 +226,12 @@ $(GRADERS) $(SANITIZE_GRADERS): build/%/grade: build/$$(call p_backend,$$*)/grad
 # Chapter 06 grades what run_pipeline leaves live on its error paths: its graders link every
 # reference to these calls to harness/watch.c (-Wl,--wrap=cudaMalloc sends each reference to
 # cudaMalloc to __wrap_cudaMalloc, which counts and calls the runtime's, __real_cudaMalloc).
-# No other program is linked so. The CPU backend has no stream-ordered allocator and no stream
-# priorities (its headers do not declare them); watch.h says what is watched.
-WATCH_CALLS_emu  := cudaMalloc cudaMallocManaged cudaFree cudaMallocHost cudaHostAlloc cudaFreeHost \
-                    cudaHostRegister cudaHostUnregister cudaStreamCreate cudaStreamCreateWithFlags \
-                    cudaStreamDestroy cudaEventCreate cudaEventCreateWithFlags cudaEventDestroy cudaDeviceReset
+# No other program is linked so, but the watch's own test. The CPU backend has no stream-ordered
+# allocator and no stream priorities (its headers do not declare them); watch.h says more.
+WATCH_CALLS_emu  := cudaMalloc cudaMallocManaged cudaFree cudaMallocHost cudaHostAlloc \
+                    cudaFreeHost cudaHostRegister cudaHostUnregister cudaStreamCreate \
+                    cudaStreamCreateWithFlags cudaStreamDestroy cudaEventCreate \
+                    cudaEventCreateWithFlags cudaEventDestroy cudaDeviceReset
 WATCH_CALLS_cuda := $(WATCH_CALLS_emu) cudaMallocAsync cudaMallocFromPoolAsync cudaFreeAsync \
                     cudaStreamCreateWithPriority
 $(foreach g,$(GRADERS) $(SANITIZE_GRADERS),$(if $(findstring /06-error-checking/,$g),$g)): \
@@ -260,7 +261,8 @@ build/cuda/tests/isolation build/emu/tests/isolation: build/%/tests/isolation: b
 	$(CXX) -o $@ $(filter %.o,$^) build/$*/libharness.a $(LDLIBS_$*)
 # the watch of chapter 06's graders (tests/watch.c), linked with their --wrap flags
 build/emu/tests/watch: build/emu/tests/watch.o build/emu/libharness.a $(EMU_LIB)
-	$(CXX) -o $@ $(foreach f,$(WATCH_CALLS_emu),-Wl,--wrap=$f) $(filter %.o,$^) build/emu/libharness.a $(LDLIBS_emu)
+	$(CXX) -o $@ $(foreach f,$(WATCH_CALLS_emu),-Wl,--wrap=$f) $(filter %.o,$^) \
+	  build/emu/libharness.a $(LDLIBS_emu)
 build/cuda/tests/shared_wavefronts: build/cuda/tests/ncu/shared_wavefronts.o
 	$(CXX) -o $@ $^ $(LDLIBS_cuda)
 
