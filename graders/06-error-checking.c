@@ -10,6 +10,16 @@
  *                    told from not sticky, the device usable after the non-sticky one, and
  *                    nothing leaked. On a GPU: your loop at your cadence at most 5% slower
  *                    than the same work with no checks, measured in the same run.
+ *
+ * Nothing leaked, on both backends: this grader is linked with the runtime's allocation,
+ * stream, event and reset calls wrapped (harness/watch.h; the Makefile's WATCH_CALLS), and
+ * after every graded call (the demo, each run with no fault, each fault, the fresh run after
+ * the refused launch) anything the call made and left live fails the test, named with its
+ * size: a device allocation of any size, pinned or registered host memory, a stream, an
+ * event. So does a release of what it did not hold, and a cudaDeviceReset (it destroys every
+ * object of the process, the caller's too: no recovery). On a GPU the free device memory is
+ * compared as well (cudaMemGetInfo, 64 MiB buffers), which also sees memory taken by calls
+ * that are not watched.
  *   grade --bench F  the loop with no checks and with a check after every launch, each with a
  *                    synchronisation every 1, 10, 100 iterations and never, as rows in F (GPU
  *                    only): ms is the time per iteration of three launches.
@@ -24,9 +34,7 @@
 #include "cuda_check.h"
 #include "grade.h"
 #include "pipeline.h"
-#ifdef HARNESS_EMU
-#include <emu_memory.h>
-#endif
+#include "watch.h"
 
 #define CHAPTER "06-error-checking"
 #define ITERS 25                        /* iterations of every correctness and fault run */
@@ -125,7 +133,7 @@ static int problem_compare(const struct problem *p, char *desc, size_t len)
     return -1;
 }
 
-/* ---- leaks --------------------------------------------------------------------------------- */
+/* ---- what a run leaves behind ------------------------------------------------------------- */
 
 /* Make the CUDA context and load the pipeline's kernels before anything is measured: both
  * take device memory once per process (CUDA loads a kernel at its first launch). */
@@ -145,49 +153,77 @@ static size_t free_bytes(void)
     return f;
 }
 
+/* What a graded call is measured against: the device's free memory just before it (a GPU
+ * only; 0 when not measured or when the device cannot say). What the call itself makes and
+ * releases, of every kind and size, is watched (harness/watch.h): this grader is linked with
+ * the CUDA runtime's allocation, stream, event and reset calls wrapped, on both backends. */
 struct memory {
-    size_t free;    /* cudaMemGetInfo's free bytes, 0 when it failed */
-    int buffers;    /* emu: live allocations of the pipeline's buffer size; -1 on a GPU */
+    size_t free;
 };
 
-/* On the CPU backend, after a sticky error cudaMemGetInfo answers with the error, as a GPU
- * does; but the emulator's allocator can be asked how many allocations of a size are live,
- * in every state (harness/emu/include/emu_memory.h). */
-static struct memory memory_now(size_t buffer_bytes)
+/* Open the watch around a graded call (the caller closes it with watch_end). */
+static struct memory watch_call(void)
 {
-    struct memory m = { free_bytes(), -1 };
-#ifdef HARNESS_EMU
-    m.buffers = emu_live_allocations(buffer_bytes);
-#else
-    (void)buffer_bytes;
-#endif
+    struct memory m = { gpu_times_are_real() ? free_bytes() : 0 };
+    watch_reset();
+    watch_begin();
     return m;
 }
 
-/* Fail the test when run_pipeline left memory behind. `what` names the run. */
-static void check_leak(int slot, struct memory before, size_t buffer_bytes, const char *what)
+/* Fail the test when `fn` called cudaDeviceReset in the run with `what`. Checked first: a
+ * reset has destroyed what every other check would look at. */
+static void check_reset(int slot, const char *fn, const char *what)
 {
-    struct memory after = memory_now(buffer_bytes);
-    if (before.buffers >= 0 && after.buffers >= 0) {
-        if (after.buffers > before.buffers) {
-            grade_hint(slot, "every path out of run_pipeline must pass through the cleanup "
-                             "label and free d_a and d_b (and destroy the stream), the failing "
-                             "ones included: CUDA_TRY jumps there, it does not return");
-            ck_abort_msg("%s: %d device buffer(s) of %zu bytes still allocated after "
-                         "run_pipeline returned", what, after.buffers - before.buffers,
-                         buffer_bytes);
-        }
+    int resets = watch_resets();
+    if (resets == 0)
         return;
+    grade_hint(slot, "leave the device as it is and hand the error back: after a sticky error "
+                     "(an illegal address, a trap) nothing brings the context back, the process "
+                     "must end, and ending it is the caller's choice; after a refused launch the "
+                     "device still works, and cudaGetLastError clears the error. Free what "
+                     "%s made, and only that", fn);
+    ck_abort_msg("%s called cudaDeviceReset %s in the run with %s: a reset is not a recovery: "
+                 "it destroys every allocation, stream and event of the process, the "
+                 "caller's included (it destroyed %d made before %s was called)", fn,
+                 resets == 1 ? "once" : "more than once", what, watch_reset_victims(), fn);
+}
+
+/* Fail the test when `fn` released what it did not hold, or left anything it made live (every
+ * allocation of any size, pinned host memory, every stream and event), in the run with
+ * `what`; on a GPU also when the device's free memory fell by more than the context's own
+ * slack (buffer_bytes: the size of one buffer, for the message). */
+static void check_leak(int slot, struct memory before, size_t buffer_bytes, const char *fn,
+                       const char *what)
+{
+    char live[256], calls[160];
+    if (watch_strays() > 0) {
+        watch_describe_stray(live, sizeof live);
+        grade_hint(slot, "release each object once, and only what this call made: start every "
+                         "pointer and handle at NULL, so that the cleanup can tell what was "
+                         "made before the failure");
+        ck_abort_msg("%s released what it did not hold in the run with %s: %s", fn, what, live);
     }
-    if (before.free == 0 || after.free == 0)
-        return; /* a GPU after a sticky error cannot be asked: see the fault tests */
-    if (after.free + GPU_LEAK_SLACK < before.free) {
-        grade_hint(slot, "every path out of run_pipeline must pass through the cleanup label "
-                         "and free d_a and d_b (and destroy the stream), the failing ones "
-                         "included");
-        ck_abort_msg("%s: %.1f MiB of device memory more in use after run_pipeline than "
-                     "before (each buffer is %.1f MiB)", what,
-                     (double)(before.free - after.free) / (1 << 20),
+    if (watch_describe(live, sizeof live) > 0) {
+        watch_describe_calls(calls, sizeof calls);
+        grade_hint(slot, "what is left was made by %s: every path out of %s, the failing ones "
+                         "included, must pass through the cleanup label, which frees every "
+                         "buffer and destroys every stream and event made before the failure "
+                         "(CUDA_TRY jumps there, it does not return)", calls, fn);
+        ck_abort_msg("%s left %s live after the run with %s", fn, live, what);
+    }
+    if (before.free == 0)
+        return;
+    size_t after = free_bytes();
+    if (after == 0)
+        return; /* a GPU after a sticky error cannot be asked: the watch above has answered */
+    if (after + GPU_LEAK_SLACK < before.free) {
+        grade_hint(slot, "every path out of %s must pass through the cleanup label and free "
+                         "what it made, the failing ones included; memory can also be taken "
+                         "by calls this grader does not watch (cudaMallocPitch, cudaMalloc3D, "
+                         "a graph)", fn);
+        ck_abort_msg("%s: %.1f MiB of device memory more in use after the run with %s than "
+                     "before (each buffer is %.1f MiB)", fn,
+                     (double)(before.free - after) / (1 << 20), what,
                      (double)buffer_bytes / (1 << 20));
     }
 }
@@ -202,17 +238,20 @@ static void describe(const struct loop_report *r, char *buf, size_t len)
              r->sync_every);
 }
 
-/* One graded run of run_pipeline: the device memory just before it into *before (for
- * check_leak; NULL when this run's memory is not checked), the report zeroed, the run, and its
- * report described into desc. Returns what run_pipeline returned. */
-static cudaError_t run_described(struct problem *p, size_t buffer_bytes, struct memory *before,
-                                 struct loop_report *rep, char *desc, size_t len)
+/* One graded run of run_pipeline, in the run with `what` (for the messages): the watch opened
+ * around it (what it measured before into *before, for check_leak), the report zeroed, the
+ * run, and its report described into desc; a cudaDeviceReset in it fails the test at once.
+ * Returns what run_pipeline returned. */
+static cudaError_t run_described(int slot, struct problem *p, const char *what,
+                                 struct memory *before, struct loop_report *rep, char *desc,
+                                 size_t len)
 {
-    if (before)
-        *before = memory_now(buffer_bytes);
     memset(rep, 0, sizeof *rep);
+    *before = watch_call();
     cudaError_t ret = run_pipeline(&p->spec, rep);
+    watch_end();
     describe(rep, desc, len);
+    check_reset(slot, "run_pipeline", what);
     return ret;
 }
 
@@ -228,9 +267,12 @@ START_TEST(macro)
 {
     int slot = MACRO, line = -1;
     warm_up();
-    struct memory before = memory_now(4096);
+    static const char *what = "the planted failure of cudaMalloc";
     struct cuda_failure f = { cudaSuccess, NULL, 0, NULL };
+    struct memory before = watch_call();
     cudaError_t ret = cuda_try_demo(&f, &line);
+    watch_end();
+    check_reset(slot, "cuda_try_demo", what);
     if (ret == cudaSuccess || f.err == cudaSuccess) {
         grade_hint(slot, "CUDA_TRY in pipeline.cu is still the TODO: on a failed call it must "
                          "record the error, __FILE__, __LINE__ and #expr in *fail before it "
@@ -253,7 +295,7 @@ START_TEST(macro)
         ck_abort_msg("recorded the call as \"%s\", want the failing call's text, "
                      "\"cudaMalloc(&d_huge, (size_t)1 << 62)\"", f.call ? f.call : "(null)");
     }
-    check_leak(slot, before, 4096, "the demo");
+    check_leak(slot, before, 4096, "cuda_try_demo", what);
     grade_note(slot, "%s:%d: %s failed: %s", f.file, f.line, f.call, err_name(f.err));
 }
 END_TEST
@@ -283,12 +325,14 @@ START_TEST(correct)
     size_t bytes = (size_t)c.n * sizeof(float);
     warm_up();
     for (int round = 0; round < 2; round++) {
-        const char *what = round == 0 ? "run_pipeline" : "run_pipeline, second run";
+        char what[96];
+        snprintf(what, sizeof what, "no fault, n %d, %d iterations, cadence %d%s", c.n,
+                 c.iterations, c.sync_every, round == 0 ? "" : ", its second run");
         problem_fill(&p, &r);
         struct memory before;
         struct loop_report rep;
         char desc[512];
-        cudaError_t ret = run_described(&p, bytes, &before, &rep, desc, sizeof desc);
+        cudaError_t ret = run_described(slot, &p, what, &before, &rep, desc, sizeof desc);
         if (ret == cudaErrorNotYetImplemented) {
             grade_hint(slot, "run_pipeline in pipeline.cu is still the TODO: allocate, loop, "
                              "check, synchronise, copy back, clean up");
@@ -311,13 +355,14 @@ START_TEST(correct)
             grade_hint(slot, "the result must be d_a after all %d iterations, copied back once "
                              "the stream has finished (synchronise before returning)",
                        c.iterations);
-            ck_abort_msg("n %d, %d iterations: %s: %s", c.n, c.iterations, what, cmp);
+            ck_abort_msg("%s: %s", what, cmp);
         }
         cudaError_t left = cudaGetLastError();
         ck_assert_msg(left == cudaSuccess, "after a successful run the last-error slot still "
                       "holds %s", err_name(left));
-        if (c.n == big_n() || !gpu_times_are_real())
-            check_leak(slot, before, bytes, what);
+        if (c.n != big_n())
+            before.free = 0; /* on a GPU only the 64 MiB buffers stand out of the slack */
+        check_leak(slot, before, bytes, "run_pipeline", what);
     }
     grade_note(slot, "the right result, all freed");
     problem_free(&p);
@@ -364,11 +409,14 @@ START_TEST(faults)
                  (struct fault){ fc.kind, fc.iteration, fc.stage });
     problem_fill(&p, &r);
     warm_up();
+    const char *kernel = PIPELINE_STAGES[fc.stage].name;
+    char what[96];
+    snprintf(what, sizeof what, "the %s at iteration %d in %s, cadence %d", fault_name(fc.kind),
+             fc.iteration, kernel, fc.sync_every);
     struct memory before;
     struct loop_report rep;
     char desc[512];
-    cudaError_t ret = run_described(&p, bytes, &before, &rep, desc, sizeof desc);
-    const char *kernel = PIPELINE_STAGES[fc.stage].name;
+    cudaError_t ret = run_described(slot, &p, what, &before, &rep, desc, sizeof desc);
 
     if (ret == cudaErrorNotYetImplemented) {
         grade_hint(slot, "run_pipeline in pipeline.cu is still the TODO");
@@ -436,7 +484,7 @@ START_TEST(faults)
         /* the test itself: the fault really was sticky */
         ck_assert_msg(cudaDeviceSynchronize() != cudaSuccess, "grader: the fault did not stick");
         p.device_lost = 1;
-        check_leak(slot, before, bytes, "after a sticky fault");
+        check_leak(slot, before, bytes, "run_pipeline", what);
         grade_note(slot, "%s at %d (%s, cadence %d): %s", fault_name(fc.kind), k, kernel,
                    fc.sync_every, desc);
         problem_free(&p);
@@ -450,7 +498,7 @@ START_TEST(faults)
                   rep.first_possible, rep.detected, rep.stage);
     ck_assert_msg(rep.device_lost == 0, "an invalid configuration is not sticky, but the report "
                   "says the device is lost");
-    check_leak(slot, before, bytes, "after an invalid configuration");
+    check_leak(slot, before, bytes, "run_pipeline", what);
     cudaError_t left = cudaPeekAtLastError();
     if (left != cudaSuccess) {
         grade_hint(slot, "cudaPeekAtLastError leaves the error in place: read it with "
@@ -463,12 +511,16 @@ START_TEST(faults)
     problem_init(&q, 4097, 5, 1, (struct fault){ FAULT_NONE, 0, 0 });
     problem_fill(&q, &r);
     struct loop_report rep2;
-    cudaError_t again = run_described(&q, 0, NULL, &rep2, desc, sizeof desc);
+    char again_what[160];
+    snprintf(again_what, sizeof again_what, "no fault, n 4097, 5 iterations, after %s", what);
+    cudaError_t again = run_described(slot, &q, again_what, &before, &rep2, desc, sizeof desc);
     ck_assert_msg(again == cudaSuccess, "after the invalid configuration, a fresh run with no "
                   "fault returned %s (%s): the device should still work", err_name(again), desc);
     char cmp[512];
     ck_assert_msg(problem_compare(&q, cmp, sizeof cmp) == 0, "after the invalid configuration, "
                   "a fresh run with no fault: %s", cmp);
+    before.free = 0; /* 16 KiB buffers: within a GPU's slack; the watch counts them */
+    check_leak(slot, before, (size_t)4097 * sizeof(float), "run_pipeline", again_what);
     grade_note(slot, "%s at %d (%s, cadence %d): reported at once, stage named, and the "
                      "device works after it", fault_name(fc.kind), k, kernel, fc.sync_every);
     problem_free(&q);

@@ -16,7 +16,8 @@
 #      rebuilt from content, not times (tests/stamps.sh)
 #   6. isolation (tests/isolation.c): a hanging, a crashing, a NaN-, Inf- and unwritten-output,
 #      and an overrunning kernel each fail one test of a demo grader, which goes on and keeps
-#      its results file row by row; on the CPU backend, and on a GPU when one answers
+#      its results file row by row; on the CPU backend, and on a GPU when one answers; and the
+#      watch of chapter 06's graders (tests/watch.c), on the CPU backend
 #   7. `make sanitize`'s plumbing (tests/sanitize.sh): compute-sanitizer log summaries, the CPU
 #      backend's instrumented run (a solution clean, a known-bug kernel caught), and a dry run
 #      of the GPU side with a stand-in for compute-sanitizer
@@ -96,7 +97,7 @@ checks "the CPU backend's profiler: sectors, wavefronts, divergence, bounds" \
     $make_ --no-print-directory -s emu-profile-test
 step "build every grader and known-bug kernel for the CPU backend" \
     $make_ --no-print-directory -s "$jobs" B=emu SIDES="chapters solutions" CHAPTERS="$CHAPTERS_ALL" \
-    graders mutants build/emu/tests/isolation
+    graders mutants build/emu/tests/isolation build/emu/tests/watch
 # every grader of the manifest says it is what the manifest says (the build told it: ident.h)
 described() {
     local program kind chapter name backend path side out bad=0 n=0
@@ -132,6 +133,8 @@ judged emu
 
 checks "isolation: a hang, a crash, NaN, Inf, an unwritten element, an overrun (emu)" \
     build/emu/tests/isolation
+checks "the watch of chapter 06's graders: what is made, released, left live, reset (emu)" \
+    build/emu/tests/watch
 step "make sanitize: log summaries, the CPU backend, a dry run of the GPU side" tests/sanitize.sh
 
 echo
