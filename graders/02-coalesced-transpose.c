@@ -135,7 +135,9 @@ static const struct array_kind COPY = { ARRAY_FLOW, .dims = ARRAY_2D, .move = AR
 
 /* ---- concept tests -------------------------------------------------------------------------
  * Each step's idea, graded on the CPU backend's counters (graders/concept.h): the step's rung of
- * the step table run once at 256x256 in the instrumented build, whose model
+ * the step table run once in the instrumented build on a shape drawn from the test's seed
+ * (ROWS x COLS, each a multiple of 32 from 128 to 320, never the driver's own 256x256, so that a
+ * launcher cannot keep its good kernel for one known shape), whose model
  * chapters/02-coalesced-transpose/README.md ("How the CPU backend counts") writes down. Every
  * step keeps what the steps before it gained, so later steps run the earlier tests too.
  *
@@ -170,11 +172,21 @@ static const struct array_kind COPY = { ARRAY_FLOW, .dims = ARRAY_2D, .move = AR
 
 static const int STEP_OF[NSTEPS + 1] = { 0, 1, 2, 3, 4 }; /* a concept test's context */
 
-/* The step this test grades, and its rung's counts (or the test fails saying why not). */
+static char concept_shape[32]; /* the shape the test's run drew, for its messages */
+
+/* The step this test grades, and its rung's counts on a shape drawn from the test's seed (or
+ * the test fails saying why not). */
 static int concept_step(struct concept_row *r)
 {
     int k = *(const int *)grade_ctx();
-    *r = concept_profile_or_abort(TRANSPOSE_STEPS[k].name);
+    struct rng g = grade_rng(grade_slot());
+    int rows, cols;
+    do {
+        rows = concept_pick(&g, 128, 320, 32);
+        cols = concept_pick(&g, 128, 320, 32);
+    } while (rows == 256 && cols == 256);
+    snprintf(concept_shape, sizeof concept_shape, "%dx%d", rows, cols);
+    *r = concept_profile_or_abort_at(TRANSPOSE_STEPS[k].name, concept_shape);
     return k;
 }
 
@@ -185,21 +197,23 @@ START_TEST(coalesced)
     int k = concept_step(&r);
     const char *fn = TRANSPOSE_STEPS[k].name;
     if (r.gld_requests == 0 || r.gst_requests == 0)
-        ck_abort_msg("step %d (%s) at 256x256 made %llu global load and %llu global store "
-                     "requests: it moved nothing", k, fn, r.gld_requests, r.gst_requests);
+        ck_abort_msg("step %d (%s) at %s made %llu global load and %llu global store "
+                     "requests: it moved nothing", k, fn, concept_shape, r.gld_requests,
+                     r.gst_requests);
     double max_ld = concept_max_sectors(r.gld_width), max_st = concept_max_sectors(r.gst_width);
     int loads_ok = r.gld_spr <= max_ld, stores_ok = r.gst_spr <= max_st;
     if (!loads_ok || !stores_ok) {
         grade_hint(slot, "a warp's 32 lanes should touch 32 consecutive floats (4 sectors) in "
                          "each request: read a tile's rows into shared memory, then write the "
                          "tile's transposed rows, so that threadIdx.x walks along a row both ways");
-        ck_abort_msg("not coalesced: %.2f sectors per global load request, %.2f per store "
-                     "request (at most %.1f and %.1f for %.0f- and %.0f-byte accesses; the naive "
-                     "transpose's stores need 32)", r.gld_spr, r.gst_spr, max_ld, max_st,
-                     concept_width(r.gld_width), concept_width(r.gst_width));
+        ck_abort_msg("not coalesced at %s: %.2f sectors per global load request, %.2f per "
+                     "store request (at most %.1f and %.1f for %.0f- and %.0f-byte accesses; "
+                     "the naive transpose's stores need 32)", concept_shape, r.gld_spr,
+                     r.gst_spr, max_ld, max_st, concept_width(r.gld_width),
+                     concept_width(r.gst_width));
     }
-    grade_note(slot, "%.2f sectors per load request, %.2f per store request (at most %.1f and "
-               "%.1f)", r.gld_spr, r.gst_spr, max_ld, max_st);
+    grade_note(slot, "at %s: %.2f sectors per load request, %.2f per store request (at most "
+               "%.1f and %.1f)", concept_shape, r.gld_spr, r.gst_spr, max_ld, max_st);
     if (k == 1)
         grade_summary("%.2f sectors per global load, %.2f per store request (needs at most "
                       "%.1f)", r.gld_spr, r.gst_spr, max_st);
@@ -215,8 +229,9 @@ START_TEST(conflict_free)
         grade_hint(slot, "stage each 32x32 tile in a __shared__ array: store it along the rows "
                          "of in, __syncthreads(), read it back transposed (README.md, \"A tile "
                          "in shared memory\")");
-        ck_abort_msg("step %d at 256x256 made %llu shared-memory loads and %llu stores: no tile "
-                     "went through shared memory", k, r.shld_requests, r.shst_requests);
+        ck_abort_msg("step %d at %s made %llu shared-memory loads and %llu stores: no tile "
+                     "went through shared memory", k, concept_shape, r.shld_requests,
+                     r.shst_requests);
     }
     double max_ld = concept_max_wavefronts(r.shld_width);
     double max_st = concept_max_wavefronts(r.shst_width);
@@ -225,12 +240,13 @@ START_TEST(conflict_free)
                          "one bank 32 times: %s (README.md, \"Banks\")",
                    k == 3 ? "store element (r, c) at column c ^ r, and read it back from there"
                           : "pad the tile to [32][33]");
-        ck_abort_msg("bank conflicts: %.2f wavefronts per shared load request, %.2f per shared "
-                     "store request (at most %.1f and %.1f; a column of an unpadded tile needs "
-                     "32, a padded one 1)", r.shld_wpr, r.shst_wpr, max_ld, max_st);
+        ck_abort_msg("bank conflicts at %s: %.2f wavefronts per shared load request, %.2f "
+                     "per shared store request (at most %.1f and %.1f; a column of an unpadded "
+                     "tile needs 32, a padded one 1)", concept_shape, r.shld_wpr, r.shst_wpr,
+                     max_ld, max_st);
     }
-    grade_note(slot, "%.2f wavefronts per shared load request, %.2f per store request (at most "
-               "%.1f and %.1f)", r.shld_wpr, r.shst_wpr, max_ld, max_st);
+    grade_note(slot, "at %s: %.2f wavefronts per shared load request, %.2f per store request "
+               "(at most %.1f and %.1f)", concept_shape, r.shld_wpr, r.shst_wpr, max_ld, max_st);
     if (k == 2)
         grade_summary("%.2f wavefronts per shared load, %.2f per store request (needs at most "
                       "%.1f)", r.shld_wpr, r.shst_wpr, max_ld);
@@ -243,7 +259,8 @@ START_TEST(no_padding)
     struct concept_row r;
     int k = concept_step(&r);
     if (r.shared_bytes == 0)
-        ck_abort_msg("step %d at 256x256 touched no shared memory: no tile went through it", k);
+        ck_abort_msg("step %d at %s touched no shared memory: no tile went through it", k,
+                     concept_shape);
     if (r.shared_bytes > MAX_SHARED_BYTES) {
         grade_hint(slot, "keep the tile [32][32] and move the elements instead of the rows: "
                          "element (r, c) at column c ^ r, on the store and on the load "
@@ -271,8 +288,8 @@ START_TEST(per_thread)
                          "moves 8 elements, and load all 8 into registers before storing any "
                          "to shared memory: 8 loads in flight per thread");
         ck_abort_msg("step %d moves %.2f elements a thread (%.0f elements over %.0f threads "
-                     "at 256x256): at least %.0f needed (steps 1-3 move 4)", k, each, r.work,
-                     threads, MIN_PER_THREAD);
+                     "at %s): at least %.0f needed (steps 1-3 move 4)", k, each, r.work,
+                     threads, concept_shape, MIN_PER_THREAD);
     }
     grade_note(slot, "%.2f elements a thread (%.0f over %.0f threads; at least %.0f)", each,
                r.work, threads, MIN_PER_THREAD);

@@ -222,31 +222,47 @@ static const struct flow_speed SPEED = {
 };
 
 /* ---- concept test (CPU backend): warp-uniform branches -----------------------------------
- * process() (the step table's step 1) once on n = 16384 (512 full warps) in the instrumented
- * build (graders/concept.h):
+ * process() (the step table's step 1) once in the instrumented build (graders/concept.h), on an
+ * n drawn from the test's seed (a multiple of 1024 from 8192 to 32768, never the driver's own
+ * 16384: full warps, and no one shape a launcher could keep its good kernel for):
  * the emulator counts a branch as divergent when the lanes of one warp take both ways.
  * process_divergent measures 1.000 per warp (every warp splits on the parity of i); the
  * remapped solution 0.000. The bound leaves room for a few split warps (1 in 20), none for a
  * kernel that splits every warp, or every other one. */
 #define CONCEPT_MAX_DIVERGENT 0.05
 
+/* the concept tests' n, from the test's seed (above), as the driver's SHAPE argument */
+static int concept_n(int slot, char *shape, size_t len)
+{
+    struct rng g = grade_rng(slot);
+    int n;
+    do
+        n = concept_pick(&g, 8192, 32768, 1024);
+    while (n == 16384);
+    snprintf(shape, len, "%d", n);
+    return n;
+}
+
 START_TEST(uniform)
 {
     int slot = UNIFORM;
-    struct concept_row r = concept_profile_or_abort("step1");
+    char shape[16];
+    int n = concept_n(slot, shape, sizeof shape);
+    struct concept_row r = concept_profile_or_abort_at("step1", shape);
     if (r.warps == 0 || r.gld_requests == 0)
-        ck_abort_msg("process at n = 16384 launched %llu warps that made %llu global load "
-                     "requests: it read nothing", r.warps, r.gld_requests);
+        ck_abort_msg("process at n = %d launched %llu warps that made %llu global load "
+                     "requests: it read nothing", n, r.warps, r.gld_requests);
     if (!(r.div_per_warp < CONCEPT_MAX_DIVERGENT)) {
         grade_hint(slot, "the path should depend on something all 32 lanes of a warp share: "
                          "map the warp's lanes to elements of one parity (the warp index picks "
                          "the path), rather than branching on each lane's own i");
-        ck_abort_msg("%.3f divergent branches per warp (%llu in %llu warps; under %.2f wanted; "
-                     "process_divergent has 1.000)", r.div_per_warp, r.divergent_branches,
-                     r.warps, CONCEPT_MAX_DIVERGENT);
+        ck_abort_msg("at n = %d: %.3f divergent branches per warp (%llu in %llu warps; under "
+                     "%.2f wanted; process_divergent has 1.000)", n, r.div_per_warp,
+                     r.divergent_branches, r.warps, CONCEPT_MAX_DIVERGENT);
     }
-    grade_note(slot, "%.3f divergent branches per warp (%llu in %llu warps; under %.2f)",
-               r.div_per_warp, r.divergent_branches, r.warps, CONCEPT_MAX_DIVERGENT);
+    grade_note(slot, "at n = %d: %.3f divergent branches per warp (%llu in %llu warps; under "
+               "%.2f)", n, r.div_per_warp, r.divergent_branches, r.warps,
+               CONCEPT_MAX_DIVERGENT);
     grade_summary("%.3f divergent branches per warp (under %.2f)", r.div_per_warp,
                   CONCEPT_MAX_DIVERGENT);
 }
@@ -570,8 +586,8 @@ static const struct flow_speed COMPACT_SPEED = {
 };
 
 /* ---- concept test (CPU backend): one atomic per warp -------------------------------------
- * compact() once on n = 16384 (512 warps of elements, about half kept) in the instrumented
- * build: the emulator counts every lane's global atomic. compact_atomic makes one per kept
+ * compact() once in the instrumented build, on an n drawn from the test's seed as above (about
+ * half kept): the emulator counts every lane's global atomic. compact_atomic makes one per kept
  * element, about 16 per 32 elements; the warp-aggregated reference one per warp that keeps
  * anything, at most 1.0. The bound, 1.5, lets a kernel aggregate unevenly, not per half-warp
  * (2.0) or per lane. */
@@ -582,17 +598,19 @@ static int ATOMICS;
 START_TEST(atomics)
 {
     int slot = ATOMICS;
-    struct concept_row r = concept_profile_or_abort("step2");
+    char shape[16];
+    int n = concept_n(slot, shape, sizeof shape);
+    struct concept_row r = concept_profile_or_abort_at("step2", shape);
     if (!r.has_atomics)
         ck_abort_msg("the profile driver's row has no global_atomic_ops column: is it older "
                      "than this grader? (make grade rebuilds both)");
     if (r.warps == 0 || r.gld_requests == 0)
-        ck_abort_msg("compact at n = 16384 launched %llu warps that made %llu global load "
-                     "requests: it read nothing", r.warps, r.gld_requests);
+        ck_abort_msg("compact at n = %d launched %llu warps that made %llu global load "
+                     "requests: it read nothing", n, r.warps, r.gld_requests);
     double per32 = r.work > 0 ? (double)r.gatom_ops / (r.work / 32.0) : 0.0;
     if (r.gatom_ops == 0)
-        ck_abort_msg("compact at n = 16384, half kept, made no global atomic at all: how does "
-                     "it count?");
+        ck_abort_msg("compact at n = %d, half kept, made no global atomic at all: how does "
+                     "it count?", n);
     if (!(per32 <= CONCEPT_MAX_ATOMICS)) {
         grade_hint(slot, "each kept lane still makes its own atomicAdd: let the warp vote "
                          "(__ballot_sync), one lane add __popc of the vote for all of them, "

@@ -149,7 +149,8 @@ static const struct gemm_kind CONFIG = {
  * already near the rate its tile shape allows), so on a GPU it must only not be slower, and
  * its idea is graded on the CPU backend, which counts it: the wavefronts per request below.
  *
- * Concepts (CPU backend), each on the step's own rung at 128x128x128, the references' counts:
+ * Concepts (CPU backend), each on the step's own rung on a shape drawn from the test's seed
+ * (below), the references' counts:
  *   step 1  4.00 sectors per global load request (at most 4.5 for floats), 0.0625 global
  *           load requests x 32 per FMA (at most 0.25; the naive kernel 2)
  *   step 2  0.89 FMAs per shared load, requests x 32 lanes (at least 0.7; step 1 0.50)
@@ -241,18 +242,40 @@ START_TEST(splitk_offered)
 END_TEST
 
 /* ---- concept tests (CPU backend) ------------------------------------------------------------
- * Each runs the step's own rung once at 128x128x128 in the instrumented build (the profile
- * driver, graders/profile_main.c) and reads its counts. */
+ * Each runs the step's own rung once in the instrumented build (the profile driver,
+ * graders/profile_main.c) and reads its counts, on a shape drawn from the test's seed: m and n
+ * 128 or 256 (not both 256), k a multiple of 32 from 64 to 160, never the driver's own
+ * 128x128x128, so that a launcher cannot keep its good kernel for one known shape. Every tile of
+ * the steps (up to 128 x 128, 8 deep) divides them, so the counts are those of full tiles. Every
+ * step stages its tiles in shared memory: a kernel that makes no shared load fails each test. */
 
-/* The step's rung's row, or the test fails: a kernel that ran nothing, say so. */
+static char concept_shape[32]; /* the shape the test's run drew, for its messages */
+
+/* The step's rung's row, or the test fails: a kernel that ran nothing, or staged nothing in
+ * shared memory, say so. */
 static struct concept_row gate_row(const struct step_gate *g)
 {
-    struct concept_row r = concept_profile_or_abort(g->rung);
+    struct rng rg = grade_rng(grade_slot());
+    int m, k, n;
+    do {
+        m = concept_pick(&rg, 128, 256, 128);
+        n = concept_pick(&rg, 128, 256, 128);
+        k = concept_pick(&rg, 64, 160, 32);
+    } while ((m == 256 && n == 256) || (m == 128 && n == 128 && k == 128));
+    snprintf(concept_shape, sizeof concept_shape, "%dx%dx%d", m, k, n);
+    struct concept_row r = concept_profile_or_abort_at(g->rung, concept_shape);
     if (r.work <= 0 || r.gld_requests == 0) {
         grade_hint(grade_slot(), "the kernel of step %d is yours to write: the TODO at the top "
                    "of step%d_%s.cu says what it must do", g->step, g->step, g->rung);
-        ck_abort_msg("matmul_%s at 128x128x128 made %llu global load requests: it read "
-                     "nothing", g->rung, r.gld_requests);
+        ck_abort_msg("matmul_%s at %s made %llu global load requests: it read nothing",
+                     g->rung, concept_shape, r.gld_requests);
+    }
+    if (r.shld_requests == 0) {
+        grade_hint(grade_slot(), "stage the tiles of A and B in shared memory (a __shared__ "
+                   "array each block fills, __syncthreads(), then reads): blocking registers "
+                   "straight from global memory is not this chapter's step");
+        ck_abort_msg("matmul_%s at %s made no shared load: no tile is staged in shared memory",
+                     g->rung, concept_shape);
     }
     return r;
 }
@@ -299,8 +322,8 @@ START_TEST(register_reuse)
     if (r.shld_requests == 0) {
         grade_hint(slot, "stage the tiles of A and B in shared memory, as step 1 does, and read "
                          "each value from there into a register");
-        ck_abort_msg("matmul_%s at 128x128x128 made no shared load: no tile is staged",
-                     g->rung);
+        ck_abort_msg("matmul_%s at %s made no shared load: no tile is staged", g->rung,
+                     concept_shape);
     }
     double fmas = r.work / ((double)r.shld_requests * 32.0);
     if (!(fmas >= g->min_fmas_per_load)) {
@@ -328,7 +351,7 @@ START_TEST(widths)
     }
     if (!(r.gld_width >= CONCEPT_MIN_WIDTH)) {
         grade_hint(slot, "load the tiles from global memory as float4s where k and n are "
-                         "multiples of 4 (the grader's profile shape, 128^3, is)");
+                         "multiples of 4 (the grader's profile shapes are)");
         ck_abort_msg("global loads of %.1f bytes a lane on average (needs %.0f: float4 loads "
                      "are 16)", concept_width(r.gld_width), CONCEPT_MIN_WIDTH);
     }

@@ -109,8 +109,10 @@ static inline const char *concept_cell(char **head, int nh, char **row, int nr, 
     return NULL;
 }
 
-/* Runs the profile driver on NAME ("yours" or a rung); 0 and *r filled, or -1 with why. */
-static inline int concept_profile(const char *name, struct concept_row *r, char *why, size_t n)
+/* Runs the profile driver on NAME ("yours" or a rung) at SHAPE (NULL: the driver's own); 0 and
+ * *r filled, or -1 with why. */
+static inline int concept_profile_at(const char *name, const char *shape, struct concept_row *r,
+                                     char *why, size_t n)
 {
     /* the build tells each CPU-backend grader of these chapters where its driver is */
     const char *drv = GRADE_BUILD.profile;
@@ -125,7 +127,8 @@ static inline int concept_profile(const char *name, struct concept_row *r, char 
     }
     char cmd[1400];
     /* exec: the driver is this test's own child, and ends with it (profile_driver_limits) */
-    snprintf(cmd, sizeof cmd, "exec '%.1100s' --tsv '%.200s'", drv, name);
+    snprintf(cmd, sizeof cmd, "exec '%.1000s' --tsv '%.200s' %.60s", drv, name,
+             shape ? shape : "");
     fflush(stdout);
     FILE *f = popen(cmd, "r");
     if (!f) {
@@ -199,14 +202,33 @@ static inline int concept_profile(const char *name, struct concept_row *r, char 
     return 0;
 }
 
-/* The same, for a Check test: NAME's row, or the test fails saying why it could not be had. */
-static inline struct concept_row concept_profile_or_abort(const char *name)
+static inline int concept_profile(const char *name, struct concept_row *r, char *why, size_t n)
+{
+    return concept_profile_at(name, NULL, r, why, n);
+}
+
+/* The same, for a Check test: NAME's row at SHAPE (NULL: the driver's own), or the test fails
+ * saying why it could not be had. */
+static inline struct concept_row concept_profile_or_abort_at(const char *name, const char *shape)
 {
     struct concept_row r;
     char why[512];
-    if (concept_profile(name, &r, why, sizeof why) != 0)
-        ck_abort_msg("%s", why);
+    if (concept_profile_at(name, shape, &r, why, sizeof why) != 0)
+        ck_abort_msg("%s%s%s", why, shape ? " at " : "", shape ? shape : "");
     return r;
+}
+
+static inline struct concept_row concept_profile_or_abort(const char *name)
+{
+    return concept_profile_or_abort_at(name, NULL);
+}
+
+/* One of lo, lo + step, ..., hi (inclusive), drawn from r: the concept tests' shapes are drawn
+ * from the test's seed, so that a launcher cannot keep its good kernel for one known shape. */
+static inline int concept_pick(struct rng *r, int lo, int hi, int step)
+{
+    int count = (hi - lo) / step + 1;
+    return lo + step * (int)(rng_next(r) % (uint64_t)count);
 }
 
 #endif /* CONCEPT_LIMITS_ONLY */

@@ -19,14 +19,15 @@
  *                        that --run, --tsv and KERNEL take, and the key that joins a rung's
  *                        model and its Nsight Compute counts
  *   profile --run NAME   only the rung named NAME exactly (or "yours")
- *   profile --tsv NAME   emu build only; for the concept tests of the graders (tests/02-04) and
+ *   profile --tsv NAME [SHAPE]  emu build only; for the concept tests of the graders (tests/02-04) and
  *                        the calibration: runs only NAME, a rung's name or "yours" (the learner's
  *                        entry point: matmul, matmul_tiled, transpose, process), or in chapter
  *                        03 "step1" or "step2" (the step table's launchers), on the same shape,
  *                        prints nothing of the tables and instead a header line and one
  *                        tab-separated row: its launches' totals summed (emu_profile_sum), the
  *                        derived ratios, the access widths, the work done and the kernels it
- *                        launched. */
+ *                        launched. SHAPE (MxKxN, ROWSxCOLS or N, as the chapter has) replaces
+ *                        the small shape: the concept tests draw it from their seed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,6 +158,16 @@ static compact_fn g_compact;
 static void compact_rung(const float *d_in, float *d_out, int n) { (void)d_in, (void)d_out, (void)n; }
 #endif
 static int g_tsv; /* --tsv: no tables, no "== rung" lines; main prints one row */
+/* the shape every rung runs on: the defaults below, or --tsv's SHAPE (a concept test draws it
+ * from its seed, so that a launcher that recognises one fixed shape cannot pick its good
+ * kernel for the concept test alone) */
+#if FAMILY_MATMUL
+static int g_m = 128, g_k = 128, g_n = 128;
+#elif FAMILY_TRANSPOSE
+static int g_rows = 256, g_cols = 256;
+#elif FAMILY_DIVERGENCE
+static int g_count = 1 << 14;
+#endif
 static double g_work; /* what the last run did: FMAs (m * k * n), elements (transpose, 03) */
 
 /* runs fn (named name) once; prints whether its result is right; 1 if right, -1 if not
@@ -167,7 +178,7 @@ static int run_one(const char *name, rung_fn fn, int sorted_input)
     cudaError_t e;
     (void)sorted_input;
 #if FAMILY_MATMUL
-    const int m = 128, k = 128, n = 128;
+    const int m = g_m, k = g_k, n = g_n;
     g_work = (double)m * k * n;
     if (!g_tsv)
         printf("== rung %s: m = %d, k = %d, n = %d\n", name, m, k, n);
@@ -194,7 +205,7 @@ static int run_one(const char *name, rung_fn fn, int sorted_input)
     }
     free(ha), free(hb), free(hc);
 #elif FAMILY_TRANSPOSE
-    const int rows = 256, cols = 256;
+    const int rows = g_rows, cols = g_cols;
     g_work = (double)rows * cols;
     if (!g_tsv)
         printf("== rung %s: rows = %d, cols = %d\n", name, rows, cols);
@@ -212,7 +223,7 @@ static int run_one(const char *name, rung_fn fn, int sorted_input)
     }
     free(hin), free(hout);
 #elif FAMILY_DIVERGENCE
-    const int n = 1 << 14;
+    const int n = g_count;
     g_work = n;
     if (!g_tsv)
         printf("== rung %s: n = %d%s\n", name, n, sorted_input ? ", sorted input" : "");
@@ -311,6 +322,45 @@ static int find_rung(const char *name, rung_fn *fn, int *sorted_input)
 }
 
 #ifdef HARNESS_EMU
+/* --tsv's SHAPE: "MxKxN" (matmul), "ROWSxCOLS" (transpose), "N" (chapter 03), each at most
+ * 2^20; 0, or -1 with a line on stderr */
+static int parse_shape(const char *shape)
+{
+    int v[3] = { 0, 0, 0 }, n = 0;
+    const char *p = shape;
+    while (n < 3) {
+        char *end;
+        long x = strtol(p, &end, 10);
+        if (end == p || x < 1 || x > (1 << 20))
+            break;
+        v[n++] = (int)x;
+        p = end;
+        if (*p != 'x')
+            break;
+        p++;
+    }
+#if FAMILY_MATMUL
+    const int want = 3;
+#elif FAMILY_TRANSPOSE
+    const int want = 2;
+#else
+    const int want = 1;
+#endif
+    if (n != want || *p) {
+        fprintf(stderr, "profile: --tsv SHAPE '%s': want %s, each from 1 to 2^20\n", shape,
+                want == 3 ? "MxKxN" : want == 2 ? "ROWSxCOLS" : "N");
+        return -1;
+    }
+#if FAMILY_MATMUL
+    g_m = v[0], g_k = v[1], g_n = v[2];
+#elif FAMILY_TRANSPOSE
+    g_rows = v[0], g_cols = v[1];
+#else
+    g_count = v[0];
+#endif
+    return 0;
+}
+
 /* --tsv NAME: one row for the concept tests and the calibration (see the top); 0, 1 if the
  * kernel failed, 2 if there is no such rung */
 static int tsv(const char *name)
@@ -345,8 +395,10 @@ int main(int argc, char **argv)
         return run_one(argv[2], fn, sorted_input) == -2;
     }
 #ifdef HARNESS_EMU
-    if (argc == 3 && !strcmp(argv[1], "--tsv")) {
+    if ((argc == 3 || argc == 4) && !strcmp(argv[1], "--tsv")) {
         profile_driver_limits();
+        if (argc == 4 && parse_shape(argv[3]) != 0)
+            return 2;
         return tsv(argv[2]);
     }
 #endif
@@ -356,7 +408,8 @@ int main(int argc, char **argv)
                         "       %s --run NAME   only that rung (or yours)\n",
                 argv[0], argv[0], argv[0]);
 #ifdef HARNESS_EMU
-        fprintf(stderr, "       %s --tsv NAME   one rung, or yours, as a tab-separated row\n", argv[0]);
+        fprintf(stderr, "       %s --tsv NAME [SHAPE]  one rung, or yours, as a tab-separated "
+                        "row (SHAPE: MxKxN, ROWSxCOLS or N, as the chapter has)\n", argv[0]);
 #endif
         return 2;
     }
