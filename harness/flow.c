@@ -29,6 +29,24 @@ void flow_title(const struct flow_kind *k, const struct flow_shapes *s, int i, c
 
 /* ---- correctness ---------------------------------------------------------------------------- */
 
+/* fn once on p, as graded: in the runner (or an unsplit test) the launch and its
+ * synchronisation; in the judge, what the runner's run left on the device (grade.h). */
+static void graded_run(const struct flow_kind *k, void *p, flow_fn fn)
+{
+    if (grade_role() != GRADE_JUDGE) {
+        k->launch(p, fn);
+        gpu_sync();
+    }
+    grade_exchange_buffers();
+}
+
+/* the kind's check, where checks are made: not in the runner */
+static void judged_check(const struct flow_kind *k, void *p, int slot, const char *what)
+{
+    if (grade_role() != GRADE_RUNNER)
+        k->check(p, slot, what);
+}
+
 void flow_twice(const struct flow_kind *k, void *p, struct rng *r, flow_fn fn, const char *what,
                 int slot, unsigned flags)
 {
@@ -45,9 +63,8 @@ void flow_twice(const struct flow_kind *k, void *p, struct rng *r, flow_fn fn, c
                          shuffled ? ", shuffled schedule" : "");
         }
         k->fill(p, r);
-        k->launch(p, fn);
-        gpu_sync();
-        k->check(p, slot, label);
+        graded_run(k, p, fn);
+        judged_check(k, p, slot, label);
     }
 }
 
@@ -56,10 +73,12 @@ void flow_correct(const struct flow_kind *k, int slot, const void *shape, flow_f
 {
     if (grade_quick_skip(slot, k->work(shape), k->work_unit))
         return;
+    grade_split(); /* the learner's code in a runner, the checks here (grade.h) */
     struct rng r = grade_rng(slot);
     void *p = k->init(k, shape);
     flow_twice(k, p, &r, fn, what, slot, 0);
     k->free(p);
+    grade_split_end();
 }
 
 void flow_correct_each(const struct flow_kind *k, int slot, const void *shapes, int n, flow_fn fn,
@@ -134,14 +153,14 @@ START_TEST(flow_speed_test)
     const struct flow_speed *sp = grade_ctx();
     const struct flow_kind *k = sp->kind;
     int slot = grade_slot();
+    grade_split(); /* the kernels run and are timed in a runner, judged here (grade.h) */
     struct rng r = grade_rng(slot);
     void *p = k->init(k, sp->shape);
     if (sp->reference) {
         k->fill_inputs(p, &r);
-        k->launch(p, sp->reference);
-        gpu_sync();
+        graded_run(k, p, sp->reference);
         k->adopt(p);
-        if (sp->vet)
+        if (sp->vet && grade_role() != GRADE_RUNNER)
             sp->vet(p, &r, slot);
         k->poison(p);
     } else {
@@ -151,10 +170,9 @@ START_TEST(flow_speed_test)
     /* a kernel is timed only once it is right, and the output is poisoned before each
      * kernel's runs, so the check after timing sees what that kernel wrote and nothing else */
     char what[192];
-    k->launch(p, sp->yours);
-    gpu_sync();
+    graded_run(k, p, sp->yours);
     snprintf(what, sizeof what, "%s (speed is graded once it is correct)", sp->what);
-    k->check(p, slot, what);
+    judged_check(k, p, slot, what);
 
     static const enum flow_timed in_order[3] = { FLOW_BASE, FLOW_YOURS, FLOW_CEILING };
     const enum flow_timed *order = sp->order[0] ? sp->order : in_order;
@@ -163,21 +181,27 @@ START_TEST(flow_speed_test)
         struct launch l = { k, p, order[i] == FLOW_BASE    ? sp->base
                                   : order[i] == FLOW_YOURS ? sp->yours
                                                            : sp->ceiling };
+        struct timing ti = { 0 };
+        if (order[i] != FLOW_CEILING)
+            k->poison(p);
+        if (grade_role() != GRADE_JUDGE)
+            ti = gpu_time(run_launch, &l, sp->warmup, sp->reps);
+        grade_exchange_timing(&ti);
         if (order[i] == FLOW_CEILING) {
-            t.ceiling = gpu_time(run_launch, &l, sp->warmup, sp->reps);
+            t.ceiling = ti;
             continue;
         }
-        k->poison(p);
-        struct timing ti = gpu_time(run_launch, &l, sp->warmup, sp->reps);
         if (order[i] == FLOW_BASE) {
             t.base = ti;
             continue;
         }
         t.yours = ti;
+        grade_exchange_buffers(); /* the output holds the last timed run's */
         snprintf(what, sizeof what, "%s after timing", sp->what);
-        k->check(p, slot, what); /* the output holds the last timed run's */
+        judged_check(k, p, slot, what);
     }
     k->free(p);
+    grade_split_end();
     sp->verdict(slot, sp->shape, &t);
 }
 END_TEST

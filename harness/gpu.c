@@ -208,6 +208,21 @@ void dbuf_free(void *d)
     memset(b, 0, sizeof *b);
 }
 
+int dbuf_slots(void)
+{
+    return MAX_BUFFERS;
+}
+
+int dbuf_slot(int i, unsigned char **base, size_t *bytes, int *input)
+{
+    if (i < 0 || i >= MAX_BUFFERS || !buffers[i].base)
+        return 0;
+    *base = buffers[i].base;
+    *bytes = buffers[i].bytes;
+    *input = buffers[i].guard == INPUT_GUARD_BYTE;
+    return 1;
+}
+
 void dbuf_poison(void *d)
 {
     struct dbuf *b = find(d);

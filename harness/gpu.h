@@ -68,6 +68,12 @@ void *dbuf_alloc(size_t bytes, const char *name);
  * still reported by dbuf_check_guards. */
 void *dbuf_alloc_input(size_t bytes, const char *name);
 void dbuf_free(void *d);
+/* The table of live buffers, for the grade's judge and runner (grade.h): slot i's device
+ * memory from its front guard (base: DBUF_GUARD + bytes + DBUF_GUARD bytes), whether it is an
+ * input (dbuf_alloc_input); 1 when slot i is live, else 0. Slots are taken in allocation order,
+ * so two processes that allocate alike hold alike slots. */
+int dbuf_slots(void);
+int dbuf_slot(int i, unsigned char **base, size_t *bytes, int *input);
 /* Refill with NaN, before each launch whose every output element must be written. */
 void dbuf_poison(void *d);
 /* Check both guard zones: returns 0 when intact, else -1 with a message naming the buffer,

@@ -8,8 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <errno.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -70,6 +72,12 @@ static int step_now = -1;       /* the step tests are being added to */
 static int step_of[GRADE_MAX_TESTS];
 static const void *ctx_of[GRADE_MAX_TESTS];
 static int running = -1;        /* the test being run (its child inherits it) */
+static int tests_fork;          /* Check forks each test (its children inherit it) */
+
+/* the judge and the runner of a split test (grade.h) */
+static enum grade_role role = GRADE_SOLO;
+static int channel = -1;        /* the judge's or the runner's end of their socket */
+static pid_t runner_pid;        /* the judge's: its runner */
 
 static int tty(void)
 {
@@ -117,6 +125,8 @@ int grade_quick_skip(int slot, double work, const char *unit)
 {
     if (!grade_quick() || work <= quick_cap())
         return 0;
+    if (role == GRADE_RUNNER)
+        return 1;
     snprintf(sh->slots[slot].skipped, GRADE_TEXT, "quick mode (GRADE_QUICK=1): %.3g %s, over "
              "the cap of %.3g (GRADE_QUICK_WORK)", work, unit, quick_cap());
     return 1;
@@ -182,6 +192,8 @@ const struct device_info *grader_device(void)
 static void exit_seen(int status, void *arg)
 {
     (void)arg;
+    if (role == GRADE_RUNNER)
+        return; /* the runner has no records: the judge mirrors how it ended */
     if (running >= 0 && running < GRADE_MAX_TESTS && !sh->slots[running].ended) {
         sh->slots[running].exited = 1;
         sh->slots[running].exit_status = status;
@@ -317,6 +329,8 @@ static void put(char *dst, const char *fmt, va_list ap)
 
 void grade_note(int slot, const char *fmt, ...)
 {
+    if (role == GRADE_RUNNER)
+        return;
     va_list ap;
     va_start(ap, fmt);
     put(sh->slots[slot].note, fmt, ap);
@@ -325,6 +339,8 @@ void grade_note(int slot, const char *fmt, ...)
 
 void grade_second_run(int slot, int shuffled)
 {
+    if (role == GRADE_RUNNER)
+        return;
     if (slot >= 0 && slot < GRADE_MAX_TESTS)
         sh->slots[slot].second_run = shuffled < 0 ? 0 : shuffled ? 2 : 1;
 }
@@ -346,6 +362,8 @@ static const char *second_run_note(int how)
 
 void grade_hint(int slot, const char *fmt, ...)
 {
+    if (role == GRADE_RUNNER)
+        return;
     va_list ap;
     va_start(ap, fmt);
     put(sh->slots[slot].hint, fmt, ap);
@@ -354,6 +372,8 @@ void grade_hint(int slot, const char *fmt, ...)
 
 void grade_summary(const char *fmt, ...)
 {
+    if (role == GRADE_RUNNER)
+        return;
     va_list ap;
     va_start(ap, fmt);
     int st = running >= 0 && running < ntests ? step_of[running] : -1;
@@ -365,7 +385,7 @@ struct rng grade_rng(int slot)
 {
     struct rng r;
     rng_init(&r, harness_seed() * 0x9e3779b97f4a7c15ull + (uint64_t)slot);
-    if (tty()) {
+    if (tty() && role != GRADE_RUNNER) {
         printf("\r\033[K  ..    %s", titles[slot]);
         fflush(stdout);
     }
@@ -436,9 +456,256 @@ static void print_stderr_of(int i)
     }
 }
 
+/* ---- the judge and the runner (grade.h) ------------------------------------------------------ */
+
+enum { MSG_BUFFERS = 0x42554653, MSG_TIMING = 0x54494d45, MSG_DONE = 0x444f4e45 };
+enum { CHUNK = 4 << 20 }; /* bytes a buffer moves through the host at a time */
+
+enum grade_role grade_role(void)
+{
+    return role;
+}
+
+static FILE *tsv; /* the results file (below): the runner may not keep its descriptor */
+
+void grade_split(void)
+{
+    if (!tests_fork || running < 0 || role != GRADE_SOLO)
+        return; /* one process: Check's no-fork mode, or outside a test */
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) {
+        perror("grade: socketpair");
+        exit(EXIT_FAILURE);
+    }
+    fflush(NULL);
+    pid_t judge = getpid(), pid = fork();
+    if (pid < 0) {
+        perror("grade: fork");
+        exit(EXIT_FAILURE);
+    }
+    if (pid == 0) {
+        role = GRADE_RUNNER;
+        close(sv[0]);
+        channel = sv[1];
+        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        if (getppid() != judge)
+            _exit(EXIT_FAILURE);
+        if (!grade_sanitizing())
+            sandbox_guard(judge); /* the judge is as out of reach as the grader */
+        /* nothing of the judge's: its records, the results file, the grade's stdout (what the
+         * code under grading prints goes with its stderr, into the test's captured output) */
+        munmap(sh, sizeof *sh);
+        sh = NULL;
+        if (tsv)
+            close(fileno(tsv));
+        dup2(STDERR_FILENO, STDOUT_FILENO);
+        return;
+    }
+    role = GRADE_JUDGE;
+    close(sv[1]);
+    channel = sv[0];
+    runner_pid = pid;
+    /* no process of this user, the runner included, may trace or read the judge */
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+}
+
+/* The judge's, when its runner is gone before it said so: end as it ended. */
+static void runner_died(void)
+{
+    int st = 0;
+    while (waitpid(runner_pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    fflush(NULL);
+    if (WIFSIGNALED(st)) {
+        signal(WTERMSIG(st), SIG_DFL);
+        raise(WTERMSIG(st));
+    }
+    if (WIFEXITED(st) && WEXITSTATUS(st) != 0)
+        exit(WEXITSTATUS(st));
+    ck_abort_msg("the test stopped before its end: the code it graded ended its process with "
+                 "status 0 (exit(0) or _exit(0)) before the graded call returned");
+}
+
+static void send_all(const void *buf, size_t n)
+{
+    const char *p = buf;
+    while (n) {
+        ssize_t w = write(channel, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            _exit(EXIT_FAILURE); /* the judge is gone: nothing to report to */
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+static void recv_all(void *buf, size_t n)
+{
+    char *p = buf;
+    while (n) {
+        ssize_t r = read(channel, p, n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            runner_died();
+        p += r;
+        n -= (size_t)r;
+    }
+}
+
+/* the runner waits for the judge between exchanges: the two never use the device at once */
+static void send_ack(void)
+{
+    char a = 1;
+    ssize_t w;
+    do
+        w = write(channel, &a, 1);
+    while (w < 0 && errno == EINTR);
+}
+
+static void wait_ack(void)
+{
+    char a;
+    ssize_t r;
+    do
+        r = read(channel, &a, 1);
+    while (r < 0 && errno == EINTR);
+    if (r != 1)
+        _exit(EXIT_FAILURE);
+}
+
+struct buffer_head { uint32_t slot, input; uint64_t bytes; };
+
+/* The parts of slot's device memory that travel: an output whole, guards included; an input's
+ * two guard zones (its contents are the judge's own, from the same seed). */
+static void buffer_parts(unsigned char *base, size_t bytes, int input, unsigned char **at,
+                         size_t *len, int *nparts)
+{
+    if (input) {
+        at[0] = base, len[0] = DBUF_GUARD;
+        at[1] = base + DBUF_GUARD + bytes, len[1] = DBUF_GUARD;
+        *nparts = 2;
+    } else {
+        at[0] = base, len[0] = 2 * (size_t)DBUF_GUARD + bytes;
+        *nparts = 1;
+    }
+}
+
+void grade_exchange_buffers(void)
+{
+    if (role == GRADE_SOLO)
+        return;
+    unsigned char *chunk = xmalloc(CHUNK);
+    uint32_t head[2] = { MSG_BUFFERS, 0 };
+    int slots = dbuf_slots();
+    if (role == GRADE_RUNNER) {
+        for (int i = 0; i < slots; i++) {
+            unsigned char *base;
+            size_t bytes;
+            int input;
+            head[1] += (uint32_t)dbuf_slot(i, &base, &bytes, &input);
+        }
+        send_all(head, sizeof head);
+        for (int i = 0; i < slots; i++) {
+            unsigned char *base, *at[2];
+            size_t bytes, len[2];
+            int input, nparts;
+            if (!dbuf_slot(i, &base, &bytes, &input))
+                continue;
+            struct buffer_head bh = { (uint32_t)i, (uint32_t)input, bytes };
+            send_all(&bh, sizeof bh);
+            buffer_parts(base, bytes, input, at, len, &nparts);
+            for (int part = 0; part < nparts; part++)
+                for (size_t off = 0; off < len[part]; off += CHUNK) {
+                    size_t n = len[part] - off < CHUNK ? len[part] - off : CHUNK;
+                    to_host(chunk, at[part] + off, n);
+                    send_all(chunk, n);
+                }
+        }
+        wait_ack();
+        free(chunk);
+        return;
+    }
+    uint32_t got[2];
+    recv_all(got, sizeof got);
+    int live = 0;
+    for (int i = 0; i < slots; i++) {
+        unsigned char *base;
+        size_t bytes;
+        int input;
+        live += dbuf_slot(i, &base, &bytes, &input);
+    }
+    if (got[0] != MSG_BUFFERS || (int)got[1] != live)
+        ck_abort_msg("the grade lost step with the code it runs: %u buffers came back where %d "
+                     "are live (the code under grading wrote to the grade's channel?)", got[1],
+                     live);
+    for (uint32_t b = 0; b < got[1]; b++) {
+        struct buffer_head bh;
+        recv_all(&bh, sizeof bh);
+        unsigned char *base, *at[2];
+        size_t bytes, len[2];
+        int input, nparts;
+        if (!dbuf_slot((int)bh.slot, &base, &bytes, &input) || bytes != bh.bytes ||
+            (uint32_t)input != bh.input)
+            ck_abort_msg("the grade lost step with the code it runs: buffer %u came back with "
+                         "%llu bytes", bh.slot, (unsigned long long)bh.bytes);
+        buffer_parts(base, bytes, input, at, len, &nparts);
+        for (int part = 0; part < nparts; part++)
+            for (size_t off = 0; off < len[part]; off += CHUNK) {
+                size_t n = len[part] - off < CHUNK ? len[part] - off : CHUNK;
+                recv_all(chunk, n);
+                to_device(at[part] + off, chunk, n);
+            }
+    }
+    free(chunk);
+    send_ack();
+}
+
+void grade_exchange_timing(struct timing *t)
+{
+    uint32_t head = MSG_TIMING;
+    if (role == GRADE_RUNNER) {
+        send_all(&head, sizeof head);
+        send_all(t, sizeof *t);
+        wait_ack();
+    } else if (role == GRADE_JUDGE) {
+        uint32_t got;
+        recv_all(&got, sizeof got);
+        recv_all(t, sizeof *t);
+        if (got != MSG_TIMING || !(t->median_ms >= 0) || t->reps < 0)
+            ck_abort_msg("the grade lost step with the code it runs: no timing came back");
+        send_ack();
+    }
+}
+
+void grade_split_end(void)
+{
+    uint32_t head = MSG_DONE;
+    if (role == GRADE_RUNNER) {
+        send_all(&head, sizeof head);
+        wait_ack();
+        fflush(NULL);
+        _exit(0);
+    }
+    if (role != GRADE_JUDGE)
+        return;
+    uint32_t got;
+    recv_all(&got, sizeof got);
+    if (got != MSG_DONE)
+        ck_abort_msg("the grade lost step with the code it runs: it did not end where the "
+                     "grade did");
+    send_ack();
+    int st;
+    while (waitpid(runner_pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    close(channel);
+    channel = -1;
+    role = GRADE_SOLO;
+}
+
 /* ---- build/grade.tsv: one row per test, written as each test ends ------------------------ */
 
-static FILE *tsv;
 static const char *tsv_side;
 static int self_skipped; /* tests that ran and skipped themselves (quick mode) */
 static int cut_short;    /* tests Check passed that never reached their end: failed here */
@@ -733,7 +1000,8 @@ int grader_run(Suite *s)
     check_wanted_step();
     SRunner *sr = srunner_create(s);
     errfile = tmpfile();
-    sh->capture = errfile && srunner_fork_status(sr) == CK_FORK;
+    tests_fork = srunner_fork_status(sr) == CK_FORK;
+    sh->capture = errfile && tests_fork;
     if (sh->capture)
         fcntl(fileno(errfile), F_SETFL, O_APPEND);
     tsv_open();

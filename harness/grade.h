@@ -66,6 +66,36 @@ void grade_second_run(int slot, int shuffled);
  * "...x over uncoalesced (needs 5x)"), or, in a step, that step's line's. */
 void grade_summary(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* ---- the judge and the runner ---------------------------------------------------------------
+ *
+ * A test split at its start (grade_split) runs as two processes that go through the same steps
+ * on the same seed. The runner calls the learner's code; the judge never does. Where the test
+ * runs the code under grading, the runner runs it and sends what it left on the device (every
+ * guarded buffer: an output whole, an input's guard zones), and its timings, to the judge, which
+ * writes them into its own buffers and makes every check, note and verdict. The runner checks
+ * nothing, writes no note, and cannot reach the judge's records: it drops the shared mapping
+ * they live in, its output goes to the test's captured stderr, and the sandbox (sandbox.h)
+ * keeps it from tracing or signalling the grader. A runner that dies is mirrored by the judge:
+ * the same exit status, or the same signal, so a test's failure reads as it did unsplit; one
+ * that ends with status 0 before the test's end fails it, saying so.
+ *
+ *   grade_split();                          first thing in a test, before any CUDA call
+ *   ...fill (both)...
+ *   if (grade_role() != GRADE_JUDGE) { launch(); gpu_sync(); }
+ *   grade_exchange_buffers();               the runner sends, the judge receives
+ *   if (grade_role() != GRADE_RUNNER) check();
+ *   ...
+ *   grade_split_end();                      the runner ends here; the judge waits for it
+ *
+ * Unsplit (no call to grade_split, or Check's no-fork mode), the role is GRADE_SOLO and the
+ * exchanges do nothing. flow.c splits every correctness and speed test it runs. */
+enum grade_role { GRADE_SOLO, GRADE_JUDGE, GRADE_RUNNER };
+enum grade_role grade_role(void);
+void grade_split(void);
+void grade_exchange_buffers(void);
+void grade_exchange_timing(struct timing *t);
+void grade_split_end(void);
+
 /* A generator for this test's inputs: the run's seed mixed with the slot, so one test's data
  * does not depend on which others ran. */
 struct rng grade_rng(int slot);

@@ -121,7 +121,38 @@ int sandbox_child(void)
     return 0;
 }
 
+int sandbox_guard(pid_t pid)
+{
+    static const unsigned signals[] = { __NR_kill, __NR_tkill, __NR_tgkill, __NR_rt_sigqueueinfo,
+                                        __NR_rt_tgsigqueueinfo };
+    const int nsig = (int)(sizeof signals / sizeof signals[0]);
+    struct sock_filter f[16];
+    int n = 0;
+    f[n++] = (struct sock_filter)LOAD(offsetof(struct seccomp_data, nr));
+    for (int i = 0; i < nsig; i++)
+        f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, signals[i],
+                                              (unsigned char)(nsig - i), 0);
+    f[n++] = (struct sock_filter)RET(SECCOMP_RET_ALLOW);
+    f[n++] = (struct sock_filter)LOAD(ARG0_LO);
+    f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)pid, 1, 0);
+    f[n++] = (struct sock_filter)RET(SECCOMP_RET_ALLOW);
+    f[n++] = (struct sock_filter)RET(SECCOMP_RET_KILL_PROCESS);
+    struct sock_fprog prog = { (unsigned short)n, f };
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) != 0) {
+        perror("sandbox: prctl(PR_SET_SECCOMP)");
+        return -1;
+    }
+    return 0;
+}
+
 #else
+
+int sandbox_guard(pid_t pid)
+{
+    (void)pid;
+    return -1;
+}
 
 int sandbox_parent(void)
 {

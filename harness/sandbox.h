@@ -24,6 +24,11 @@
 int sandbox_parent(void);
 int sandbox_child(void);
 
+/* One more process the caller (and every process it starts) may not signal, on top of
+ * sandbox_child's rule: a split test's runner guards its judge (grade.h). 0, or -1. */
+#include <sys/types.h>
+int sandbox_guard(pid_t pid);
+
 /* The line a report shows for a test process ended by signal `sig`: for SIGSYS, what the
  * sandbox refused; NULL for any other signal. */
 const char *sandbox_refused(int sig);
