@@ -133,19 +133,24 @@ int flow_add_correct(Suite *s, const struct flow_kind *k, const struct flow_shap
 
 /* ---- speed ---------------------------------------------------------------------------------- */
 
+/* A speed test's problems: the inputs it times, in rotation (flow.h) */
+#define ROTATE_MAX 5
+
 struct launch {
     const struct flow_kind *kind;
-    void *p;
-    flow_fn fn; /* NULL: the library */
+    void **p;           /* the problems, launched in turn */
+    int n, next;
+    flow_fn fn;         /* NULL: the library */
 };
 
 static void run_launch(void *ctx)
 {
     struct launch *l = ctx;
+    void *p = l->p[l->next++ % l->n];
     if (l->fn)
-        l->kind->launch(l->p, l->fn);
+        l->kind->launch(p, l->fn);
     else
-        l->kind->library(l->p);
+        l->kind->library(p);
 }
 
 START_TEST(flow_speed_test)
@@ -155,35 +160,51 @@ START_TEST(flow_speed_test)
     int slot = grade_slot();
     grade_split(); /* the kernels run and are timed in a runner, judged here (grade.h) */
     struct rng r = grade_rng(slot);
-    void *p = k->init(k, sp->shape);
+    /* 3 to 5 problems, as many as the seed says, each with inputs of its own, launched in
+     * turn: a launcher that remembers its last inputs and output and hands that output back
+     * for the same inputs would time a copy, and each problem's output is checked after the
+     * timing */
+    const int n = 3 + (int)(rng_next(&r) % 3);
+    void *p[ROTATE_MAX];
+    for (int j = 0; j < n; j++) {
+        p[j] = k->init(k, sp->shape);
+        if (sp->reference)
+            k->fill_inputs(p[j], &r);
+        else
+            k->fill(p[j], &r);
+    }
+    char what[192];
     if (sp->reference) {
-        k->fill_inputs(p, &r);
-        graded_run(k, p, sp->reference);
-        k->adopt(p);
-        if (sp->vet && grade_role() != GRADE_RUNNER)
-            sp->vet(p, &r, slot);
-        k->poison(p);
-    } else {
-        k->fill(p, &r);
+        for (int j = 0; j < n; j++) {
+            graded_run(k, p[j], sp->reference);
+            k->adopt(p[j]);
+            if (sp->vet && grade_role() != GRADE_RUNNER) {
+                struct rng v = r; /* the judge's own draws: the runner's stay in step */
+                rng_next(&v);
+                v.s[0] ^= (uint64_t)j;
+                sp->vet(p[j], &v, slot);
+            }
+            k->poison(p[j]);
+        }
     }
 
-    /* a kernel is timed only once it is right, and the output is poisoned before each
-     * kernel's runs, so the check after timing sees what that kernel wrote and nothing else */
-    char what[192];
-    graded_run(k, p, sp->yours);
+    /* a kernel is timed only once it is right, and the outputs are poisoned before each
+     * kernel's runs, so the checks after timing see what that kernel wrote and nothing else */
+    graded_run(k, p[0], sp->yours);
     snprintf(what, sizeof what, "%s (speed is graded once it is correct)", sp->what);
-    judged_check(k, p, slot, what);
+    judged_check(k, p[0], slot, what);
 
     static const enum flow_timed in_order[3] = { FLOW_BASE, FLOW_YOURS, FLOW_CEILING };
     const enum flow_timed *order = sp->order[0] ? sp->order : in_order;
     struct flow_times t;
     for (int i = 0; i < 3; i++) {
-        struct launch l = { k, p, order[i] == FLOW_BASE    ? sp->base
-                                  : order[i] == FLOW_YOURS ? sp->yours
-                                                           : sp->ceiling };
+        struct launch l = { k, p, n, 0, order[i] == FLOW_BASE    ? sp->base
+                                        : order[i] == FLOW_YOURS ? sp->yours
+                                                                 : sp->ceiling };
         struct timing ti = { 0 };
         if (order[i] != FLOW_CEILING)
-            k->poison(p);
+            for (int j = 0; j < n; j++)
+                k->poison(p[j]);
         if (grade_role() != GRADE_JUDGE)
             ti = gpu_time(run_launch, &l, sp->warmup, sp->reps);
         grade_exchange_timing(&ti);
@@ -196,11 +217,16 @@ START_TEST(flow_speed_test)
             continue;
         }
         t.yours = ti;
-        grade_exchange_buffers(); /* the output holds the last timed run's */
-        snprintf(what, sizeof what, "%s after timing", sp->what);
-        judged_check(k, p, slot, what);
+        /* each output holds its problem's last timed run (warmup + reps >= n: every problem
+         * ran) */
+        grade_exchange_buffers();
+        for (int j = 0; j < n; j++) {
+            snprintf(what, sizeof what, "%s after timing, inputs %d of %d", sp->what, j + 1, n);
+            judged_check(k, p[j], slot, what);
+        }
     }
-    k->free(p);
+    for (int j = 0; j < n; j++)
+        k->free(p[j]);
     grade_split_end();
     sp->verdict(slot, sp->shape, &t);
 }
@@ -247,7 +273,8 @@ int flow_bench(const struct flow_bench *b, const char *path)
             if (!is_lib && k->bench_select)
                 k->bench_select(p, b->rungs[v].arg);
             const char *name = is_lib ? b->library : b->rungs[v].name;
-            struct launch l = { k, p, is_lib ? NULL : b->rungs[v].fn };
+            void *one[1] = { p };
+            struct launch l = { k, one, 1, 0, is_lib ? NULL : b->rungs[v].fn };
             k->poison(p);
             struct timing t = gpu_time(run_launch, &l, b->warmup, reps);
             if (!is_lib && k->bench_check(p, name, shape) != 0)
