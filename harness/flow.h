@@ -11,9 +11,14 @@
  *             graded only, where a chapter's titles never named the GPU's
  *   speed     yours checked first (against the host's reference, or a given kernel's output
  *             where the host would take too long), then the baseline and yours timed in the
- *             same run, each after a poison, yours re-checked on what its last timed run
- *             wrote, the ceiling timed (first, last, or in the chapter's order); the chapter's
- *             verdict writes the note, summary and hint and asserts
+ *             same run, each after a poison, on 3 to 5 problems of their own inputs in turn
+ *             (as many as the seed says: a launcher that hands back a kept output for inputs
+ *             it saw last computes on every timed call), yours re-checked on what its last
+ *             timed run of each problem wrote, the ceiling timed (first, last, or in the
+ *             chapter's order); the chapter's verdict writes the note, summary and hint and
+ *             asserts
+ *   split     correctness and speed tests run as a judge and a runner (grade.h): the
+ *             learner's code in the runner, every check in the judge
  *   bench     every rung of a table and the library, per shape: poison, time, check, one row
  *
  *   static void add_tests(Suite *s) {
