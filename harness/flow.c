@@ -1,6 +1,10 @@
 /* flow.c: the grading choreography every chapter shares (see flow.h). */
 #include "flow.h"
 
+#ifdef HARNESS_EMU
+#include <emu_memory.h>
+#endif
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,11 +37,24 @@ void flow_title(const struct flow_kind *k, const struct flow_shapes *s, int i, c
  * synchronisation; in the judge, what the runner's run left on the device (grade.h). */
 static void graded_run(const struct flow_kind *k, void *p, flow_fn fn)
 {
+    unsigned long long to_host = 0;
     if (grade_role() != GRADE_JUDGE) {
+#ifdef HARNESS_EMU
+        unsigned long long before = emu_bytes_to_host();
+#endif
         k->launch(p, fn);
         gpu_sync();
+#ifdef HARNESS_EMU
+        to_host = emu_bytes_to_host() - before;
+#endif
     }
-    grade_exchange_buffers();
+    grade_exchange_run(&to_host);
+    /* these problems' inputs and outputs live on the device: a launcher has nothing to copy
+     * to the host, unless it means to compute there (on a GPU its speed tells; here, this) */
+    if (grade_role() != GRADE_RUNNER && to_host > 0)
+        ck_abort_msg("the code under grading copied %llu bytes from the device to the host "
+                     "while it ran: compute on the device (a launcher that moves its inputs "
+                     "to the host and computes there is not a kernel)", to_host);
 }
 
 /* the kind's check, where checks are made: not in the runner */

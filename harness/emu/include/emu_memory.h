@@ -22,6 +22,12 @@ int emu_live_allocations(size_t bytes);
 /* The requested bytes of every live device allocation, summed. */
 size_t emu_live_bytes(void);
 
+/* Bytes copied from device memory to the host since the process began, by any copy call
+ * (cudaMemcpy, cudaMemcpyAsync, cudaMemcpyFromSymbol, ...), counted when the copy is issued.
+ * A grade reads it around a graded call that has no reason to copy anything to the host: a
+ * launcher that moves its inputs to the host to compute there shows here. */
+unsigned long long emu_bytes_to_host(void);
+
 /* Pinned host memory still held: with registered 0, the buffers from cudaMallocHost or
  * cudaHostAlloc not yet passed to cudaFreeHost; with registered 1, the ranges given to
  * cudaHostRegister and not yet to cudaHostUnregister. A GPU has no such count. */

@@ -14,6 +14,7 @@
  *
  * The price: cudaMalloc returns 16-byte aligned pointers, not 256-byte aligned ones as a GPU
  * does (enough for every vector type), and each allocation costs a system call and a page. */
+#include <atomic>
 #include "internal.h"
 #include "emu_memory.h"
 
@@ -262,8 +263,13 @@ static cudaMemcpyKind direction(const void *dst, const void *src, size_t count, 
              : (s ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
 }
 
+static std::atomic<unsigned long long> g_to_host{0}; /* emu_bytes_to_host */
+
+/* every copy's description is made here, once, when it is issued */
 static OpDesc copy_desc(cudaMemcpyKind dir, size_t count, bool pageable)
 {
+    if (dir == cudaMemcpyDeviceToHost)
+        g_to_host += count;
     return OpDesc{OpKind::MEMCPY, nullptr, dir, count, pageable};
 }
 
@@ -528,6 +534,11 @@ int emu_live_allocations(size_t bytes)
     for (auto &entry : g_live)
         n += bytes == 0 || entry.second.size == bytes;
     return n;
+}
+
+unsigned long long emu_bytes_to_host(void)
+{
+    return g_to_host.load();
 }
 
 size_t emu_live_bytes(void)
