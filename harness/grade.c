@@ -597,13 +597,13 @@ void grade_exchange_buffers(void)
     grade_exchange_run(NULL);
 }
 
-void grade_exchange_run(unsigned long long *to_host)
+void grade_exchange_run(unsigned long long *host_bytes)
 {
     if (role == GRADE_SOLO)
         return;
     unsigned char *chunk = xmalloc(CHUNK);
     uint32_t head[2] = { MSG_BUFFERS, 0 };
-    uint64_t copied = to_host ? *to_host : 0;
+    uint64_t copied = host_bytes ? *host_bytes : 0;
     int slots = dbuf_slots();
     if (role == GRADE_RUNNER) {
         for (int i = 0; i < slots; i++) {
@@ -637,8 +637,8 @@ void grade_exchange_run(unsigned long long *to_host)
     uint32_t got[2];
     recv_all(got, sizeof got);
     recv_all(&copied, sizeof copied);
-    if (to_host)
-        *to_host = copied;
+    if (host_bytes)
+        *host_bytes = copied;
     int live = 0;
     for (int i = 0; i < slots; i++) {
         unsigned char *base;

@@ -93,9 +93,9 @@ enum grade_role { GRADE_SOLO, GRADE_JUDGE, GRADE_RUNNER };
 enum grade_role grade_role(void);
 void grade_split(void);
 void grade_exchange_buffers(void);
-/* The same, with what the run copied to the host (*to_host: the runner's count, which the judge
- * receives; NULL: none counted). */
-void grade_exchange_run(unsigned long long *to_host);
+/* The same, with what the run copied to the host (*host_bytes: the runner's count, which the
+ * judge receives; NULL: none counted). */
+void grade_exchange_run(unsigned long long *host_bytes);
 void grade_exchange_timing(struct timing *t);
 void grade_split_end(void);
 

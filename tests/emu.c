@@ -597,7 +597,7 @@ START_TEST(illegal_address_is_sticky_and_reported)
     ck_assert(WIFEXITED(status));
     ck_assert_msg(strstr(err, "out_of_bounds_kernel") && strstr(err, "block (2,0,0)") &&
                       strstr(err, "thread (5,0,0)") && strstr(err, "illegal write") &&
-                      strstr(err, "byte offset 1024 of the 1024-byte allocation"),
+                      strstr(err, "byte 0 past the end of the 1024-byte allocation"),
                   "report: %s", err);
     /* again here, to see the error calls (the child ran the same launch) */
     launch_oob();

@@ -238,9 +238,30 @@ std::string describe_address(uintptr_t addr)
     std::lock_guard<std::mutex> lock(g_mutex);
     if (addr < 65536)
         return format("%#lx, a null pointer plus an offset", (unsigned long)addr);
-    if (const Allocation *a = mapping_of(g_live, addr))
-        return format("%#lx, byte offset %lld of the %zu-byte allocation at %p",
-                      (unsigned long)addr, (long long)(addr - a->base), a->size, (void *)a->base);
+    if (const Allocation *a = mapping_of(g_live, addr)) {
+        if (addr >= a->base + a->size)
+            return format("%#lx, byte %llu past the end of the %zu-byte allocation at %p",
+                          (unsigned long)addr, (unsigned long long)(addr - a->base - a->size),
+                          a->size, (void *)a->base);
+        if (addr >= a->base)
+            return format("%#lx, byte offset %lld of the %zu-byte allocation at %p",
+                          (unsigned long)addr, (long long)(addr - a->base), a->size,
+                          (void *)a->base);
+        /* in the guard before a: far past the end of the allocation below it, more likely
+         * than just before a's start; name both */
+        auto below = g_live.lower_bound(a->base);
+        if (below != g_live.begin()) {
+            const Allocation &b = (--below)->second;
+            return format("%#lx, byte %llu past the end of the %zu-byte allocation at %p (and "
+                          "%llu bytes before the start of the %zu-byte allocation at %p)",
+                          (unsigned long)addr, (unsigned long long)(addr - b.base - b.size),
+                          b.size, (void *)b.base, (unsigned long long)(a->base - addr), a->size,
+                          (void *)a->base);
+        }
+        return format("%#lx, %llu bytes before the start of the %zu-byte allocation at %p",
+                      (unsigned long)addr, (unsigned long long)(a->base - addr), a->size,
+                      (void *)a->base);
+    }
     for (auto it = g_freed.rbegin(); it != g_freed.rend(); ++it)
         if (addr >= it->map && addr < it->map + it->map_len)
             return format("%#lx, byte offset %lld of the %zu-byte allocation at %p, which was "
