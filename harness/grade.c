@@ -494,8 +494,10 @@ void grade_split(void)
             sandbox_guard(judge); /* the judge is as out of reach as the grader */
         /* nothing of the judge's: its records, the results file, the grade's stdout (what the
          * code under grading prints goes with its stderr, into the test's captured output) */
+        struct shared *own = xmalloc(sizeof *sh); /* a private copy: what it reads stays */
+        memcpy(own, sh, sizeof *sh);
         munmap(sh, sizeof *sh);
-        sh = NULL;
+        sh = own;
         if (tsv)
             close(fileno(tsv));
         dup2(STDERR_FILENO, STDOUT_FILENO);
