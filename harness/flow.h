@@ -99,7 +99,9 @@ void flow_correct(const struct flow_kind *k, int slot, const void *shape, flow_f
                   const char *what);
 
 /* Each shape of a table in turn, each twice (flow_twice, labels as flags say), all from one
- * generator grade_rng(slot): a rung's test over small odd shapes. */
+ * generator grade_rng(slot): a rung's test over small odd shapes. The test is split into a
+ * judge and a runner (grade.h) here, so it must be the test's first step: no CUDA call before
+ * it (a process may not fork once it has a CUDA context). */
 void flow_correct_each(const struct flow_kind *k, int slot, const void *shapes, int n, flow_fn fn,
                        const char *what, unsigned flags);
 
