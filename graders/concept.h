@@ -202,11 +202,6 @@ static inline int concept_profile_at(const char *name, const char *shape, struct
     return 0;
 }
 
-static inline int concept_profile(const char *name, struct concept_row *r, char *why, size_t n)
-{
-    return concept_profile_at(name, NULL, r, why, n);
-}
-
 /* The same, for a Check test: NAME's row at SHAPE (NULL: the driver's own), or the test fails
  * saying why it could not be had. */
 static inline struct concept_row concept_profile_or_abort_at(const char *name, const char *shape)

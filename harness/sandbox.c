@@ -27,23 +27,12 @@ enum { GUARDED = 4 };
 static pid_t guarded[GUARDED];
 static int nguarded;
 
-/* The parent of process `pid`, from /proc/PID/stat ("pid (comm) state ppid ..."; comm may hold
- * spaces and parentheses, so read after the last ')'); 0 when unknown. */
+/* The parent of process `pid` (sandbox_proc_stat); 0 when unknown. */
 static pid_t parent_of(pid_t pid)
 {
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    char *close = strrchr(buf, ')');
-    int ppid = 0;
-    if (!close || sscanf(close + 1, " %*c %d", &ppid) != 1)
-        return 0;
-    return (pid_t)ppid;
+    char state;
+    int ppid;
+    return sandbox_proc_stat((int)pid, &state, &ppid) == 0 ? (pid_t)ppid : 0;
 }
 
 int sandbox_parent(void)
@@ -169,6 +158,24 @@ int sandbox_child(void)
 }
 
 #endif
+
+int sandbox_proc_stat(int pid, char *state, int *ppid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    /* "pid (comm) state ppid ...": comm may hold spaces and parentheses, so read after the
+     * last ')' */
+    const char *close = strrchr(buf, ')');
+    if (!close || sscanf(close + 1, " %c %d", state, ppid) != 2)
+        return -1;
+    return 0;
+}
 
 const char *sandbox_refused(int sig)
 {

@@ -29,6 +29,10 @@ int sandbox_child(void);
 #include <sys/types.h>
 int sandbox_guard(pid_t pid);
 
+/* Process pid's state letter (R, S, Z, ...) and parent, from /proc/PID/stat: 0, or -1 when
+ * there is no such process (or no /proc). */
+int sandbox_proc_stat(int pid, char *state, int *ppid);
+
 /* The line a report shows for a test process ended by signal `sig`: for SIGSYS, what the
  * sandbox refused; NULL for any other signal. */
 const char *sandbox_refused(int sig);

@@ -9,21 +9,8 @@ set -uo pipefail
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 t=$'\t'
-fail=0
-expect() { # expect WHAT PATTERN TEXT
-    if ! grep -Eq -- "$2" <<<"$3"; then
-        echo "FAIL  $1: /$2/ not in:"; echo "$3"; fail=1
-    else
-        echo "ok    $1"
-    fi
-}
-refute() { # refute WHAT PATTERN TEXT
-    if grep -Eq -- "$2" <<<"$3"; then
-        echo "FAIL  $1: /$2/ in:"; echo "$3"; fail=1
-    else
-        echo "ok    $1"
-    fi
-}
+# shellcheck source=tests/expect.sh
+source "$(dirname "$0")/expect.sh"
 GRADE_LIMIT=1 GRADE_GRACE=1
 # shellcheck source=scripts/bound.sh
 source scripts/bound.sh

@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "grade.h"
+#include "sandbox.h"
 #include "isolation_kernels.h"
 
 #define DEMO "isolation-demo"
@@ -443,16 +444,9 @@ END_TEST
 /* 1 while process pid runs (a zombie, or no such process: 0) */
 static int process_runs(int pid)
 {
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    const char *close = strrchr(buf, ')');
-    return close && close[1] == ' ' && close[2] != 'Z' && close[2] != 'X';
+    char state;
+    int ppid;
+    return sandbox_proc_stat(pid, &state, &ppid) == 0 && state != 'Z' && state != 'X';
 }
 
 START_TEST(killed_grader_keeps_verdicts)

@@ -6,14 +6,8 @@ set -uo pipefail
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 t=$'\t'
-fail=0
-expect() { # expect WHAT PATTERN TEXT
-    if ! grep -Eq -- "$2" <<<"$3"; then
-        echo "FAIL  $1: /$2/ not in:"; echo "$3"; fail=1
-    else
-        echo "ok    $1"
-    fi
-}
+# shellcheck source=tests/expect.sh
+source "$(dirname "$0")/expect.sh"
 {
     echo "chapter${t}backend${t}side${t}step${t}test${t}verdict${t}message${t}seed"
     echo "04-shared-memory-tiling${t}emu${t}chapters${t}1${t}correct 1x1x1${t}PASS${t}${t}7"

@@ -6,14 +6,8 @@
 set -uo pipefail
 make_=${MAKE:-make}
 all="01-naive-matmul 02-coalesced-transpose 04-shared-memory-tiling"
-fail=0
-expect() { # expect WHAT PATTERN TEXT
-    if ! grep -Eq -- "$2" <<<"$3"; then
-        echo "FAIL  $1: /$2/ not in:"; echo "$3"; fail=1
-    else
-        echo "ok    $1"
-    fi
-}
+# shellcheck source=tests/expect.sh
+source "$(dirname "$0")/expect.sh"
 status() { # status WHAT WANT COMMAND...: COMMAND exits WANT
     local rc
     "${@:3}" > /dev/null 2>&1
