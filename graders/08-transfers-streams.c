@@ -1387,30 +1387,42 @@ static double bench_one(struct pipe_problem *q, size_t chunk, int k, int reps)
 
 /* step 2: the pipeline at each chunk size and K, and its floor's parts, from pageable buffers;
  * then from pinned ones, at the grader's chunk size, with their floor; -1 on a wrong result */
+static const int KS[] = { 1, 2, 4 }; /* the bench's stream counts */
+
+/* The pipeline at each K of KS on q in chunks of `chunk` elements, one row each, named
+ * PREFIX_kK; 0, or -1 when a run failed (said). bytes: q's payload, up and down. */
+static int bench_ks(struct results *out, struct pipe_problem *q, size_t chunk, const char *prefix,
+                    size_t bytes, int reps)
+{
+    char shape[32], name[48];
+    snprintf(shape, sizeof shape, "%zu", chunk * sizeof(int));
+    for (size_t ki = 0; ki < sizeof KS / sizeof KS[0]; ki++) {
+        double ms = bench_one(q, chunk, KS[ki], reps);
+        if (ms < 0)
+            return -1;
+        snprintf(name, sizeof name, "%s_k%d", prefix, KS[ki]);
+        row(out, name, shape, ms, gbs_of(2.0 * bytes, ms));
+    }
+    return 0;
+}
+
 static int bench_pipeline(struct results *out, size_t n, int reps)
 {
     static const size_t CHUNK_MIB[] = { 1, 2, 4, 8, 16, 32 };
-    static const int KS[] = { 1, 2, 4 };
     size_t bytes = n * sizeof(int);
     struct rng r;
     rng_init(&r, harness_seed());
     struct pipe_problem q;
     pipe_init(&q, n);
     pipe_fill(&q, &r);
-    char shape[32], name[32];
+    char shape[32];
     for (size_t ci = 0; ci < sizeof CHUNK_MIB / sizeof CHUNK_MIB[0]; ci++) {
         size_t chunk = CHUNK_MIB[ci] * MIB / sizeof(int);
         if (!gpu_times_are_real())
             chunk /= 64; /* the CPU backend's problem is 64x smaller */
-        snprintf(shape, sizeof shape, "%zu", chunk * sizeof(int));
-        for (size_t ki = 0; ki < sizeof KS / sizeof KS[0]; ki++) {
-            double ms = bench_one(&q, chunk, KS[ki], reps);
-            if (ms < 0) {
-                pipe_free(&q);
-                return -1;
-            }
-            snprintf(name, sizeof name, "pipeline_k%d", KS[ki]);
-            row(out, name, shape, ms, gbs_of(2.0 * bytes, ms));
+        if (bench_ks(out, &q, chunk, "pipeline", bytes, reps) != 0) {
+            pipe_free(&q);
+            return -1;
         }
     }
     size_t chunk = (gpu_times_are_real() ? SPEED_CHUNK : SPEED_CHUNK / 64);
@@ -1425,16 +1437,11 @@ static int bench_pipeline(struct results *out, size_t n, int reps)
     /* the caller's buffers pinned: copied directly, no staging, and the link is the floor */
     pipe_init_pinned(&q, n);
     pipe_fill(&q, &r);
-    snprintf(shape, sizeof shape, "%zu", chunk * sizeof(int));
-    for (size_t ki = 0; ki < sizeof KS / sizeof KS[0]; ki++) {
-        double ms = bench_one(&q, chunk, KS[ki], reps);
-        if (ms < 0) {
-            pipe_free(&q);
-            return -1;
-        }
-        snprintf(name, sizeof name, "pinned_pipeline_k%d", KS[ki]);
-        row(out, name, shape, ms, gbs_of(2.0 * bytes, ms));
+    if (bench_ks(out, &q, chunk, "pinned_pipeline", bytes, reps) != 0) {
+        pipe_free(&q);
+        return -1;
     }
+    snprintf(shape, sizeof shape, "%zu", chunk * sizeof(int));
     f = measure_floor(&q, chunk, SPEED_K);
     row(out, "pinned_floor", shape, floor_of(&f), gbs_of(2.0 * bytes, floor_of(&f)));
     pipe_free(&q);
