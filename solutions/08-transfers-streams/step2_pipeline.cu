@@ -130,12 +130,17 @@ cudaError_t pipeline_run(struct pipeline *p, const int *h_in, int *h_out, size_t
     cudaError_t err = cudaSuccess;
     const int k = p->nstreams;
     const long long nchunks = (long long)((n + p->chunk - 1) / p->chunk);
-    /* how many chunks behind the host finishes: one, so that the next is issued first */
-    const long long lag = k >= 2 ? 1 : 0;
     /* the caller's buffers themselves when both are pinned: no staging */
     const int direct = pinned(h_in, &err) && pinned(h_out, &err);
     if (err != cudaSuccess)
         return err;
+    /* How many chunks behind the host finishes. Staged, one, so that the next is issued
+     * first: the host has the staging copies of chunk c - 1 to do anyway. Direct, K - 1: the
+     * host has nothing to copy, and each wait costs the engines a wake-up of the host thread
+     * before the next chunk is queued behind them; K - 1 chunks queued ahead keep both copy
+     * engines fed through it. Always below K: chunk c - K's slot is finished before chunk c
+     * takes it. */
+    const long long lag = k >= 2 ? (direct ? k - 1 : 1) : 0;
     for (long long c = 0; c < nchunks; c++) {
         struct pipe_slot *s = &p->slot[c % k];
         size_t off = (size_t)c * p->chunk, count = n - off < p->chunk ? n - off : p->chunk;
