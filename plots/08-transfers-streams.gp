@@ -5,7 +5,8 @@
 #   top right     GB/s of a 256 MiB copy each way from pageable (malloc), pinned (cudaMallocHost)
 #                 and registered (cudaHostRegister) memory, and the copy up of step 1
 #   bottom left   the pipeline: ms against the chunk size for K = 1, 2 and 4 streams, with the
-#                 floor's parts (the host's staging, the link both ways, the kernel) as lines
+#                 floor's parts (the host's staging, the link both ways, the kernel) as lines,
+#                 and the pipeline on pinned buffers (copied directly) as points at its chunk
 #   bottom right  both directions alone and at once (step 3), and the loop of three kernels
 #                 plain and as a graph (step 4), as GB/s
 # Rows: kernel names as the bench writes them ("h2d_pinned", "pipeline_k4", "part_link", ...);
@@ -93,7 +94,10 @@ plot for [k in "1 2 4"] data using (strcol(KERNEL) eq "pipeline_k".k ? mib(strco
          (column(MS)) with linespoints lt (k eq "1" ? 1 : k eq "2" ? 4 : 2) title "K = ".k, \
      host_ms with lines lt 8 title "host alone", \
      link_ms with lines lt 3 dt 3 title "link alone", \
-     kernel_ms with lines lt 5 dt 4 title "kernel alone"
+     kernel_ms with lines lt 5 dt 4 title "kernel alone", \
+     for [k in "1 2 4"] data using (strcol(KERNEL) eq "pinned_pipeline_k".k ? mib(strcol(SHAPE)) : NaN):\
+         (column(MS)) with points pt (k eq "1" ? 6 : k eq "2" ? 8 : 4) ps 0.7 \
+         lt (k eq "1" ? 1 : k eq "2" ? 4 : 2) title "pinned K=".k
 unset logscale x
 unset key
 
