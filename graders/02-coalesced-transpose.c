@@ -136,8 +136,9 @@ static const struct array_kind COPY = { ARRAY_FLOW, .dims = ARRAY_2D, .move = AR
 /* ---- concept tests -------------------------------------------------------------------------
  * Each step's idea, graded on the CPU backend's counters (graders/concept.h): the step's rung of
  * the step table run once in the instrumented build on a shape drawn from the test's seed
- * (ROWS x COLS, each a multiple of 32 from 128 to 320, never the driver's own 256x256, so that a
- * launcher cannot keep its good kernel for one known shape), whose model
+ * (ROWS x COLS from 128 to 344, never the driver's own 256x256, so that a launcher cannot keep
+ * its good kernel for one known shape; partial edge tiles for the per-request counts, so that
+ * it cannot keep it for shapes of whole tiles either: concept_step), whose model
  * chapters/02-coalesced-transpose/README.md ("How the CPU backend counts") writes down. Every
  * step keeps what the steps before it gained, so later steps run the earlier tests too.
  *
@@ -174,9 +175,19 @@ static const int STEP_OF[NSTEPS + 1] = { 0, 1, 2, 3, 4 }; /* a concept test's co
 
 static char concept_shape[32]; /* the shape the test's run drew, for its messages */
 
+/* The two kinds of shape a concept test draws. ON_TILE: rows and cols multiples of 32, whole
+ * tiles, for the counts that assume them (the elements a thread, the shared footprint).
+ * OFF_TILE: one dimension or both 8, 16 or 24 past a multiple of 32, so that the edge tiles are
+ * partial, for the counts that partial tiles leave alone (sectors and wavefronts per request:
+ * an edge warp's request is shorter, never wider). A launcher that keeps its good kernel for
+ * shapes of whole tiles and falls back to another elsewhere shows the other there. Every row
+ * still starts on a 32-byte boundary (a multiple of 8 floats), as at the driver's own shape:
+ * a row that did not would cost the reference a fifth sector in most requests. */
+enum concept_shape_kind { ON_TILE, OFF_TILE };
+
 /* The step this test grades, and its rung's counts on a shape drawn from the test's seed (or
  * the test fails saying why not). */
-static int concept_step(struct concept_row *r)
+static int concept_step(struct concept_row *r, enum concept_shape_kind kind)
 {
     int k = *(const int *)grade_ctx();
     struct rng g = grade_rng(grade_slot());
@@ -184,6 +195,13 @@ static int concept_step(struct concept_row *r)
     do {
         rows = concept_pick(&g, 128, 320, 32);
         cols = concept_pick(&g, 128, 320, 32);
+        if (kind == OFF_TILE) {
+            int which = concept_pick(&g, 0, 2, 1); /* rows, cols, or both off the tile */
+            if (which != 1)
+                rows += concept_pick(&g, 8, 24, 8);
+            if (which != 0)
+                cols += concept_pick(&g, 8, 24, 8);
+        }
     } while (rows == 256 && cols == 256);
     snprintf(concept_shape, sizeof concept_shape, "%dx%d", rows, cols);
     *r = concept_profile_or_abort_at(TRANSPOSE_STEPS[k].name, concept_shape);
@@ -194,7 +212,7 @@ START_TEST(coalesced)
 {
     int slot = grade_slot();
     struct concept_row r;
-    int k = concept_step(&r);
+    int k = concept_step(&r, OFF_TILE);
     const char *fn = TRANSPOSE_STEPS[k].name;
     if (r.gld_requests == 0 || r.gst_requests == 0)
         ck_abort_msg("step %d (%s) at %s made %llu global load and %llu global store "
@@ -224,7 +242,7 @@ START_TEST(conflict_free)
 {
     int slot = grade_slot();
     struct concept_row r;
-    int k = concept_step(&r);
+    int k = concept_step(&r, OFF_TILE);
     if (r.shld_requests == 0 || r.shst_requests == 0) {
         grade_hint(slot, "stage each 32x32 tile in a __shared__ array: store it along the rows "
                          "of in, __syncthreads(), read it back transposed (README.md, \"A tile "
@@ -257,7 +275,7 @@ START_TEST(no_padding)
 {
     int slot = grade_slot();
     struct concept_row r;
-    int k = concept_step(&r);
+    int k = concept_step(&r, ON_TILE);
     if (r.shared_bytes == 0)
         ck_abort_msg("step %d at %s touched no shared memory: no tile went through it", k,
                      concept_shape);
@@ -280,7 +298,7 @@ START_TEST(per_thread)
 {
     int slot = grade_slot();
     struct concept_row r;
-    int k = concept_step(&r);
+    int k = concept_step(&r, ON_TILE);
     double threads = 32.0 * (double)r.warps;
     double each = threads > 0 ? r.work / threads : 0.0;
     if (!(each >= MIN_PER_THREAD)) {
