@@ -223,15 +223,20 @@ static const struct flow_speed SPEED = {
 
 /* ---- concept test (CPU backend): warp-uniform branches -----------------------------------
  * process() (the step table's step 1) once in the instrumented build (graders/concept.h), on an
- * n drawn from the test's seed (a multiple of 1024 from 8192 to 32768, never the driver's own
- * 16384: full warps, and no one shape a launcher could keep its good kernel for):
+ * n drawn from the test's seed (concept_n: from 8193 to 33791, odd, never the driver's own
+ * 16384: no one shape a launcher could keep its good kernel for, and a partial last warp):
  * the emulator counts a branch as divergent when the lanes of one warp take both ways.
  * process_divergent measures 1.000 per warp (every warp splits on the parity of i); the
  * remapped solution 0.000. The bound leaves room for a few split warps (1 in 20), none for a
  * kernel that splits every warp, or every other one. */
 #define CONCEPT_MAX_DIVERGENT 0.05
 
-/* the concept tests' n, from the test's seed (above), as the driver's SHAPE argument */
+/* The concept tests' n, from the test's seed, as the driver's SHAPE argument: a multiple of
+ * 1024 from 8192 to 32768 (never the driver's own 16384) and an odd number from 1 to 1023 more,
+ * so that the last block, the last warp pair and the last warp are partial: a launcher that
+ * keeps its good kernel for sizes of whole blocks (or whole warps, or any power of two) and
+ * falls back to another elsewhere shows the other here. A partial last warp costs a kernel
+ * that is right at most a split branch or an atomic of its own, far inside the bounds. */
 static int concept_n(int slot, char *shape, size_t len)
 {
     struct rng g = grade_rng(slot);
@@ -239,6 +244,7 @@ static int concept_n(int slot, char *shape, size_t len)
     do
         n = concept_pick(&g, 8192, 32768, 1024);
     while (n == 16384);
+    n += 2 * concept_pick(&g, 0, 511, 1) + 1;
     snprintf(shape, len, "%d", n);
     return n;
 }
