@@ -21,6 +21,11 @@
 #                              and logs under OUTDIR/sanitize/; then the canary, a known-bug kernel
 #                              memcheck must catch (01's no-bounds-check). SANITIZE=only: only that
 #   STEP_TIMEOUT=300           seconds for one step or one grader
+#   JUDGE_JOBS=8               the judge's graders 8 at a time, those whose verdict rests on a
+#                              timing alone, after the others (scripts/judge.sh); on the H200,
+#                              8 at a time judged 7 starters and 59 known-bug kernels in 9
+#                              minutes, each grader slower (25 to 130 s): chapter 07's starter
+#                              needed over 300 s there
 #   PROBE=build/cuda/probe     the device check (a dry run without a GPU gives a stand-in)
 set -uo pipefail
 out=${1:?usage: scripts/gpu-run.sh OUTDIR}

@@ -21,8 +21,12 @@
 #
 # One verdict line per binary ("ok    ..." or "FAIL  ...", with the grader's whole output before
 # a FAIL), then "judge: N passed, N failed". Exit status 0 only when every binary was judged ok.
-#   JUDGE_JOBS=n      graders run n at a time (default: 1 on a GPU, where timings must not share
-#                     it; the number of processors on the CPU backend); lines stay in order
+#   JUDGE_JOBS=n      graders run n at a time (default: 1 on a GPU; the number of processors on
+#                     the CPU backend). On a GPU with n > 1, a grader whose verdict rests on a
+#                     timing (every solution, and every known-bug kernel whose symptom there is a
+#                     speed ratio, or that names none) runs alone, after the others: timings
+#                     must not share the GPU, and the rest fail by what they compute whoever
+#                     shares it. Lines stay in order, the alone ones last.
 #   JUDGE_TIMEOUT=s   each grader's time limit in seconds (default: GRADE_LIMIT's, 1800); every
 #                     grader runs bounded from outside (scripts/bound.sh), so that one stopped
 #                     by the code it grades ends all the same
@@ -147,19 +151,52 @@ verdict() { # verdict INDEX: judge row INDEX from its output
     fi
 }
 
-# up to $jobs graders at a time; verdicts printed in the manifest's order as they come in
-pids=() next=0 n=${#rows[@]}
-for ((i = 0; i < n; i++)); do
-    while ((next < n && next - i < jobs)); do
-        IFS=$'\t' read -r kind_ chapter_ name_ _ binary <<<"${rows[$next]}"
+# A speed verdict: what a symptom says when it is a ratio against a bound ("needs 1\.6x",
+# "at most 1.10x", "at least 50%"); a symptom that says so of something else only costs time
+SPEED_SYMPTOM='needs|at most|at least'
+
+timed() { # timed INDEX: 0 when row INDEX's verdict rests on a timing (see JUDGE_JOBS)
+    local kind chapter name symptom
+    IFS=$'\t' read -r kind chapter name _ <<<"${rows[$1]}"
+    case $kind in
+        solution) return 0 ;;
+        mutant)
+            symptom=$(symptom_of "tests/mutants/$chapter/$name.patch" "$want")
+            [[ -z $symptom ]] || grep -Eq -- "$SPEED_SYMPTOM" <<<"$symptom" ;;
+        *) return 1 ;;
+    esac
+}
+
+# The order the rows run in: as listed; on a GPU with jobs > 1, the timed ones last, each alone.
+order=() alone=()
+later=()
+for ((i = 0; i < ${#rows[@]}; i++)); do
+    if [[ $want == cuda ]] && ((jobs > 1)) && timed "$i"; then
+        later+=("$i"); alone[i]=1
+    else
+        order+=("$i"); alone[i]=0
+    fi
+done
+order+=("${later[@]}")
+
+# up to $jobs graders at a time (an alone one by itself); verdicts printed in that order as
+# they come in
+pids=() next=0 n=${#order[@]}
+for ((p = 0; p < n; p++)); do
+    while ((next < n && next - p < jobs)); do
+        # an alone grader starts only when every one before it has ended, and nothing starts
+        # beside it
+        ((next != p)) && ((alone[order[next]] || alone[order[p]])) && break
+        r=${order[next]}
+        IFS=$'\t' read -r kind_ chapter_ name_ _ binary <<<"${rows[$r]}"
         step_=
         [[ $kind_ == mutant ]] && step_=$(step_of "tests/mutants/$chapter_/$name_.patch")
-        run_one "$next" "$binary" "$step_" &
-        pids[next]=$!
+        run_one "$r" "$binary" "$step_" &
+        pids[r]=$!
         next=$((next + 1))
     done
-    wait "${pids[i]}"
-    verdict "$i"
+    wait "${pids[order[p]]}"
+    verdict "${order[p]}"
 done
 echo "judge: $passed passed, $failed failed"
 [[ $failed -eq 0 ]]
