@@ -236,10 +236,27 @@ GRADERS   := $(foreach b,cuda emu,$(foreach s,chapters solutions,$(foreach c,$(C
 SANITIZE_GRADERS := $(foreach s,chapters solutions,$(foreach c,$(CHAPTERS_ALL),build/emu/sanitize/$s/$c/grade)) \
                     $(foreach m,$(MUTANTS),build/emu/sanitize/mutants/$m/grade)
 g_libs    = build/$1/libgraders.a build/$1/libharness.a
+
+# What no kernel file may define (scripts/symbols.sh): every global symbol of the libraries a
+# grader or a profile driver links, ours and the system's; each program's kernel objects are
+# checked against its backend's list before it is linked. The system's libraries are found when
+# the list is made, after make grade has installed Check.
+RESERVED_SYSLIBS = $$(for l in libcheck.a libsubunit.a libc.so.6 libm.so.6 libgcc_s.so.1; do \
+                     $(CC) -print-file-name=$$l; done) $$($(CXX) -print-file-name=libstdc++.so.6)
+build/cuda/reserved.syms: $(call g_libs,cuda) scripts/symbols.sh
+	scripts/symbols.sh reserved $@ $(call g_libs,cuda) $(CUDA_HOME)/lib64/libcudart_static.a \
+	  $(CUDA_HOME)/lib64/libcublas.so $(CUDA_HOME)/lib64/libcublasLt.so $(RESERVED_SYSLIBS)
+build/emu/reserved.syms: $(call g_libs,emu) $(EMU_LIB) $(EMU_PROF_LIB) scripts/symbols.sh
+	scripts/symbols.sh reserved $@ $(filter-out scripts/symbols.sh,$^) $(RESERVED_SYSLIBS)
+# a program's list: its backend's, the instrumented CPU backend's being the CPU backend's
+p_reserved = build/$(subst emu-prof,emu,$(call p_backend,$1))/reserved.syms
+
 $(GRADERS) $(SANITIZE_GRADERS): build/%/grade: build/$$(call p_backend,$$*)/graders/$$(call p_chapter,$$*).o \
     $$(call p_kernels,$$*) $$(call p_given,$$*) build/$$*/ident.o $$(call g_libs,$$(call p_backend,$$*)) \
-    $$(if $$(call p_sanit,$$*),$(EMU_PROF_LIB),$$(call archives_of,$$(LDLIBS_$$(call p_backend,$$*)))) | $$(call p_driver,$$*)
+    $$(if $$(call p_sanit,$$*),$(EMU_PROF_LIB),$$(call archives_of,$$(LDLIBS_$$(call p_backend,$$*)))) \
+    $$(call p_reserved,$$*) | $$(call p_driver,$$*)
 	@mkdir -p $(@D)
+	@scripts/symbols.sh check $(call p_reserved,$*) $(call p_kernels,$*)
 	$(CXX) -o $@ $(WATCH_LDFLAGS) $(filter %.o,$^) $(call g_libs,$(call p_backend,$*)) \
 	  $(if $(call p_sanit,$*),$(EMU_PROF_LIB) $(CHECK_LIBS) $(EMU_LDLIBS),$(LDLIBS_$(call p_backend,$*)))
 
@@ -264,8 +281,9 @@ CONCEPT_MUTANTS := $(filter $(addsuffix /%,$(CONCEPT_CHAPTERS)),$(MUTANTS))
 PROFILES  := $(foreach b,cuda emu-prof,$(foreach s,chapters solutions,$(foreach c,$(PROFILE_CHAPTERS),build/$b/$s/$c/profile))) \
              $(foreach m,$(CONCEPT_MUTANTS),build/emu-prof/mutants/$m/profile)
 $(PROFILES): build/%/profile: build/$$(call p_backend,$$*)/profile/$$(call p_chapter,$$*).o $$(call p_kernels,$$*) \
-    $$(if $$(filter cuda,$$(call p_backend,$$*)),,$(EMU_PROF_LIB))
+    $$(if $$(filter cuda,$$(call p_backend,$$*)),,$(EMU_PROF_LIB)) $$(call p_reserved,$$*)
 	@mkdir -p $(@D)
+	@scripts/symbols.sh check $(call p_reserved,$*) $(call p_kernels,$*)
 	$(CXX) -o $@ $(filter %.o,$^) $(if $(filter cuda,$(call p_backend,$*)),$(CUDART_LIBS),$(EMU_PROF_LIB) $(EMU_LDLIBS))
 
 # 3. The small programs: the device probe, the harness's own tests, the isolation demo (a

@@ -13,7 +13,8 @@
 #      patch names; make progress and the rows a grade keeps (tests/progress.sh); the variables
 #      a grade is given, checked before it builds (tests/vars.sh); the bound from outside on
 #      every grader, and the partial rows of a grade cut short (tests/bound.sh); the judge's
-#      schedule on a GPU, where what it times runs alone (tests/judge.sh); objects rebuilt
+#      schedule on a GPU, where what it times runs alone (tests/judge.sh); kernel files that
+#      define what the grader's libraries define, refused (tests/symbols.sh); objects rebuilt
 #      from content, not times (tests/stamps.sh)
 #   6. isolation (tests/isolation.c): a hanging, a crashing, a NaN-, Inf- and unwritten-output,
 #      and an overrunning kernel each fail one test of a demo grader, which goes on and keeps
@@ -125,6 +126,7 @@ step "make progress reads the ladder from the results; make grade keeps what it 
 step "make grade refuses a bad CH, STEP, SOLUTIONS, BACKEND or SEED before it builds" tests/vars.sh
 step "every grade is bounded from outside; a grade cut short is marked partial" tests/bound.sh
 step "the judge on a GPU runs what it times alone, the rest several at a time" tests/judge.sh
+step "a kernel file that defines a function of the grader's libraries is refused" tests/symbols.sh
 step "objects rebuild from content: a file put back with an older time is rebuilt" tests/stamps.sh
 step "the profiler's Nsight Compute side: CSV samples, a dry run with a stand-in ncu" \
     tests/ncu_table.sh
