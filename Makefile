@@ -246,10 +246,13 @@ RESERVED_SYSLIBS = $$(for l in libcheck.a libsubunit.a libc.so.6 libm.so.6 libgc
 build/cuda/reserved.syms: $(call g_libs,cuda) scripts/symbols.sh
 	scripts/symbols.sh reserved $@ $(call g_libs,cuda) $(CUDA_HOME)/lib64/libcudart_static.a \
 	  $(CUDA_HOME)/lib64/libcublas.so $(CUDA_HOME)/lib64/libcublasLt.so $(RESERVED_SYSLIBS)
-build/emu/reserved.syms: $(call g_libs,emu) $(EMU_LIB) $(EMU_PROF_LIB) scripts/symbols.sh
+build/emu/reserved.syms: $(call g_libs,emu) $(EMU_LIB) scripts/symbols.sh
 	scripts/symbols.sh reserved $@ $(filter-out scripts/symbols.sh,$^) $(RESERVED_SYSLIBS)
-# a program's list: its backend's, the instrumented CPU backend's being the CPU backend's
-p_reserved = build/$(subst emu-prof,emu,$(call p_backend,$1))/reserved.syms
+build/emu-prof/reserved.syms: $(call g_libs,emu) $(EMU_PROF_LIB) scripts/symbols.sh
+	scripts/symbols.sh reserved $@ $(filter-out scripts/symbols.sh,$^) $(RESERVED_SYSLIBS)
+# a program's list: that of the runtime its kernels are built for (the instrumented CPU
+# backend's for a profile driver or a sanitize grader of the CPU backend)
+p_reserved = build/$(call p_kbuild,$1)/reserved.syms
 
 $(GRADERS) $(SANITIZE_GRADERS): build/%/grade: build/$$(call p_backend,$$*)/graders/$$(call p_chapter,$$*).o \
     $$(call p_kernels,$$*) $$(call p_given,$$*) build/$$*/ident.o $$(call g_libs,$$(call p_backend,$$*)) \
