@@ -168,8 +168,9 @@ static const struct array_kind COPY = { ARRAY_FLOW, .dims = ARRAY_2D, .move = AR
  * tiles cover (rows and cols each rounded up to a multiple of 32, over 32 x the warps
  * launched), must be at least 8: a partial edge tile takes its block's threads as a whole one
  * does. Steps 1-3 launch 32 x 8 threads per tile, 4 elements a thread; the padded_8 reference
- * launches 32 x 4, 8 a thread. A kernel of larger tiles covers more than that area and counts
- * a little under its own figure (at these shapes, at most 1.3 times under). */
+ * launches 32 x 4, 8 a thread. A kernel of larger tiles launches blocks over more than that
+ * area where its tiles are partial, and counts under its own figure there (64 x 64 tiles: up
+ * to 1.44 times under at these shapes); the starter and the hints keep to 32 x 32. */
 
 #define MAX_SHARED_BYTES (TILE * TILE * 4) /* one 32 x 32 tile of floats */
 #define MIN_PER_THREAD 8.0                 /* twice the 4 of steps 1-3 */

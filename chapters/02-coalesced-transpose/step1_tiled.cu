@@ -12,7 +12,8 @@
  *   correct    out exactly, bit for bit, on 1x1, 1x4097, 4097x1, 33x17, 1000x999, 8192x8192
  *              and 3000x7001 (rows x cols; on the CPU backend 1024x1024 and 300x701 in place
  *              of the two large ones), twice each, out poisoned with NaN and guarded;
- *   coalesced  on the CPU backend, at 256x256: at most 4.5 sectors of 32 bytes per warp request,
+ *   coalesced  on the CPU backend, on a shape drawn from the run's seed whose edge tiles are
+ *              partial: at most 4.5 sectors of 32 bytes per warp request,
  *              for the global loads and for the global stores (32 floats in a row are 4;
  *              transpose_naive's stores need 32);
  *   speed      on a GPU, at 8192x8192: at least 2.3x the bandwidth of transpose_naive, measured

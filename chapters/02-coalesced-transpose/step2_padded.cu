@@ -10,7 +10,8 @@
  *
  * The grader checks, for this step:
  *   correct        as in step 1: the same shapes, exactly;
- *   coalesced      on the CPU backend, at 256x256: at most 4.5 sectors per global load and per
+ *   coalesced      on the CPU backend, on a shape drawn from the run's seed whose edge tiles
+ *                  are partial: at most 4.5 sectors per global load and per
  *                  global store request, as in step 1;
  *   conflict-free  on the CPU backend: the tile goes through shared memory, and at most 1.5
  *                  wavefronts per warp request for the shared loads and for the shared stores

@@ -12,8 +12,9 @@
  *   correct         as in step 1: the same shapes, exactly;
  *   coalesced       on the CPU backend: at most 4.5 sectors per global request, as in step 1;
  *   conflict-free   on the CPU backend: at most 1.5 wavefronts per shared request, as in step 2;
- *   bytes in flight on the CPU backend, at 256x256: the elements moved over the threads
- *                   launched, at least 8 a thread;
+ *   bytes in flight on the CPU backend, on a shape drawn from the run's seed whose edge tiles
+ *                   are partial: the elements of the whole 32 x 32 tiles that cover it over
+ *                   the threads launched, at least 8 a thread;
  *   speed           on a GPU, at 8192x8192: at least 1.04x the bandwidth of step 3's
  *                   reference, measured in the same run, with copy_same_bytes beside it.
  * The lesson's Hints, "Step 4", say how. */
