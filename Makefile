@@ -243,12 +243,13 @@ g_libs    = build/$1/libgraders.a build/$1/libharness.a
 # the list is made, after make grade has installed Check.
 RESERVED_SYSLIBS = $$(for l in libcheck.a libsubunit.a libc.so.6 libm.so.6 libgcc_s.so.1; do \
                      $(CC) -print-file-name=$$l; done) $$($(CXX) -print-file-name=libstdc++.so.6)
-build/cuda/reserved.syms: $(call g_libs,cuda) scripts/symbols.sh
-	scripts/symbols.sh reserved $@ $(call g_libs,cuda) $(CUDA_HOME)/lib64/libcudart_static.a \
-	  $(CUDA_HOME)/lib64/libcublas.so $(CUDA_HOME)/lib64/libcublasLt.so $(RESERVED_SYSLIBS)
-build/emu/reserved.syms: $(call g_libs,emu) $(EMU_LIB) scripts/symbols.sh
-	scripts/symbols.sh reserved $@ $(filter-out scripts/symbols.sh,$^) $(RESERVED_SYSLIBS)
-build/emu-prof/reserved.syms: $(call g_libs,emu) $(EMU_PROF_LIB) scripts/symbols.sh
+# each kernel build's runtime (the instrumented CPU backend's graders share the plain one's libs)
+RESERVED_LIBS_cuda     := $(CUDA_HOME)/lib64/libcudart_static.a $(CUDA_HOME)/lib64/libcublas.so \
+                          $(CUDA_HOME)/lib64/libcublasLt.so
+RESERVED_LIBS_emu      := $(EMU_LIB)
+RESERVED_LIBS_emu-prof := $(EMU_PROF_LIB)
+build/cuda/reserved.syms build/emu/reserved.syms build/emu-prof/reserved.syms: build/%/reserved.syms: \
+    $$(call g_libs,$$(subst emu-prof,emu,$$*)) $$(RESERVED_LIBS_$$*) scripts/symbols.sh
 	scripts/symbols.sh reserved $@ $(filter-out scripts/symbols.sh,$^) $(RESERVED_SYSLIBS)
 # a program's list: that of the runtime its kernels are built for (the instrumented CPU
 # backend's for a profile driver or a sanitize grader of the CPU backend)

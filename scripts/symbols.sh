@@ -37,8 +37,8 @@ case ${1:-} in
         bad=0
         for o in "$@"; do
             clashes=$(nm -g --defined-only "$o" | awk '$2 ~ /^[TDBRGSC]$/ { print $3 }' |
-                      awk -F'\t' 'NR == FNR { lib[$1] = $2; next } ($1 in lib) { print $1 "\t" lib[$1] }' \
-                          "$reserved" -)
+                      awk -F'\t' 'NR == FNR { lib[$1] = $2; next }
+                                   ($1 in lib) { print $1 "\t" lib[$1] }' "$reserved" -)
             [[ -z $clashes ]] && continue
             # the kernel file the object was built from: build/BACKEND/PATH.o is PATH.cu
             src=${o#build/*/}

@@ -10,7 +10,6 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # shellcheck source=tests/expect.sh
 source "$(dirname "$0")/expect.sh"
-t=$'\t'
 ch=99-made-up
 
 mkdir -p "$tmp/tests/mutants/$ch" "$tmp/bin"

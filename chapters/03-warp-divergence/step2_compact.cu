@@ -15,8 +15,9 @@
  *            one in 64), twice each on fresh inputs: the kept elements as a multiset (both
  *            sorted, compared exactly) and the count against the host's; d_out poisoned
  *            with NaN and guarded, the count poisoned
- *   concept  on the CPU backend, global atomic operations per 32 elements over compact at
- *            n = 16384, half kept: at most 1.5 (one per warp is 1.0; compact_atomic ~16)
+ *   concept  on the CPU backend, global atomic operations per 32 elements over compact at an
+ *            odd n drawn from the run's seed, half kept: at most 1.5 (one per warp is 1.0;
+ *            compact_atomic ~16)
  *   speed    on a GPU, at least 11x compact_atomic at n = 2^24 + 1, half kept, measured in the
  *            same run, with cub::DeviceSelect::If beside it for scale
  *
