@@ -165,7 +165,7 @@ build/mutants/%.cu: tests/mutants/$$(call mutant_of_copy,$$*).patch $$(call muta
 
 # the C libraries: the harness, and the grading families the chapter graders share
 # (graders/*.c but the graders themselves and the profile driver)
-HARNESS_SRC   := $(filter-out harness/probe.c harness/ident.c,$(wildcard harness/*.c))
+HARNESS_SRC   := $(filter-out harness/probe.c harness/ident.c harness/launch_wrap.c,$(wildcard harness/*.c))
 GRADERLIB_SRC := $(filter-out $(wildcard graders/[0-9][0-9]-*.c) graders/profile_main.c graders/profile_membound.c,$(wildcard graders/*.c))
 # (no % may stand in a pattern rule's prerequisites but the stem's: these functions hold them)
 objs_of     = $(patsubst %.c,build/$1/%.o,$2)
@@ -245,7 +245,7 @@ RESERVED_SYSLIBS = $$(for l in libcheck.a libsubunit.a libc.so.6 libm.so.6 libgc
                      $(CC) -print-file-name=$$l; done) $$($(CXX) -print-file-name=libstdc++.so.6)
 # each kernel build's runtime (the instrumented CPU backend's graders share the plain one's libs)
 RESERVED_LIBS_cuda     := $(CUDA_HOME)/lib64/libcudart_static.a $(CUDA_HOME)/lib64/libcublas.so \
-                          $(CUDA_HOME)/lib64/libcublasLt.so
+                          $(CUDA_HOME)/lib64/libcublasLt.so build/cuda/harness/launch_wrap.o
 RESERVED_LIBS_emu      := $(EMU_LIB)
 RESERVED_LIBS_emu-prof := $(EMU_PROF_LIB)
 build/cuda/reserved.syms build/emu/reserved.syms build/emu-prof/reserved.syms: build/%/reserved.syms: \
@@ -261,7 +261,7 @@ $(GRADERS) $(SANITIZE_GRADERS): build/%/grade: build/$$(call p_backend,$$*)/grad
     $$(call p_reserved,$$*) | $$(call p_driver,$$*)
 	@mkdir -p $(@D)
 	@scripts/symbols.sh check $(call p_reserved,$*) $(call p_kernels,$*)
-	$(CXX) -o $@ $(WATCH_LDFLAGS) $(filter %.o,$^) $(call g_libs,$(call p_backend,$*)) \
+	$(CXX) -o $@ $(WATCH_LDFLAGS) $(LAUNCH_LDFLAGS) $(filter %.o,$^) $(call g_libs,$(call p_backend,$*)) \
 	  $(if $(call p_sanit,$*),$(EMU_PROF_LIB) $(CHECK_LIBS) $(EMU_LDLIBS),$(LDLIBS_$(call p_backend,$*)))
 
 # Chapter 06 grades what run_pipeline leaves live on its error paths: its graders link every
@@ -277,6 +277,14 @@ WATCH_CALLS_cuda := $(WATCH_CALLS_emu) cudaMallocAsync cudaMallocFromPoolAsync c
                     cudaStreamCreateWithPriority
 $(foreach g,$(GRADERS) $(SANITIZE_GRADERS),$(if $(findstring /06-error-checking/,$g),$g)): \
     WATCH_LDFLAGS = $(foreach f,$(WATCH_CALLS_$(word 2,$(subst /, ,$@))),-Wl,--wrap=$f)
+
+# Every GPU grader records the kernels the code under grading launches (harness/launches.h): the
+# launch calls are wrapped as chapter 06's allocations are, and harness/launch_wrap.o, which
+# holds the wraps, is linked into them alone (a program without the flags would leave its
+# __real_ references undefined).
+LAUNCH_CALLS := __cudaLaunchKernel cudaLaunchKernel cudaLaunchKernelExC cudaLaunchCooperativeKernel
+$(filter build/cuda/%,$(GRADERS)): build/cuda/harness/launch_wrap.o
+$(filter build/cuda/%,$(GRADERS)): LAUNCH_LDFLAGS = $(foreach f,$(LAUNCH_CALLS),-Wl,--wrap=$f)
 
 # 2. Profile drivers (make profile, make calibrate, and the concept tests): the chapter's kernels
 # under the profile driver, instrumented for the CPU backend (build/emu-prof/...) or for the GPU,

@@ -9,6 +9,11 @@
  *                      concept  (CPU backend) the step's idea counted by the instrumented build
  *                               (graders/concept.h): coalesced, reused tiles; FMAs per shared
  *                               load; the width of loads; shared wavefronts per request
+ *                      staged   (GPU) the kernels the step's launcher really launched at its
+ *                               speed shape (harness/launches.h): every one whose machine code
+ *                               multiplies (FFMA) also reads shared memory (LDS); register
+ *                               blocking straight from global memory skips the chapter's idea
+ *                               and can still pass a speed gate
  *                      speed    (GPU) a ratio over the previous step's reference (step 1: over
  *                               the given matmul_naive), measured in the same run, with cuBLAS
  *                               SGEMM timed beside it
@@ -42,6 +47,7 @@
 #include "gemm_family.h"
 #include "tiled.h"
 #include "concept.h"
+#include "sass.h"
 
 #define CHAPTER "04-shared-memory-tiling"
 #define NSTEPS 6
@@ -391,6 +397,99 @@ START_TEST(wavefronts)
 }
 END_TEST
 
+/* ---- staged (GPU): the idea in the machine code of what ran ------------------------------ */
+
+struct staged_case {
+    int step;
+    const struct gemm_shape *shape;
+};
+static struct staged_case STAGED[NSTEPS];
+
+static int device_cc(void)
+{
+    const struct device_info *d = grader_device();
+    return d->cc_major * 10 + d->cc_minor;
+}
+
+START_TEST(staged)
+{
+    int slot = grade_slot();
+    const struct staged_case *c = grade_ctx();
+    const struct tiled_step *st = &TILED_STEPS[c->step - 1];
+    char what[96], shape[48], arch[16], why[256];
+    gemm_shape_name(c->shape, shape, sizeof shape);
+    snprintf(what, sizeof what, "matmul_%s at %s", st->name, shape);
+    struct launch_log log;
+    flow_launches_of(&KIND[c->step - 1].kind, c->shape, (flow_fn)st->fn, slot, what, &log);
+    if (!log.recorded)
+        ck_abort_msg("grader: this build does not record launches (its graders are linked with "
+                     "harness/launch_wrap.o: make grade rebuilds it)");
+    if (log.n == 0) {
+        grade_hint(slot, "launch your kernels with <<<...>>> or cudaLaunchKernel(Ex): the "
+                         "grader reads the machine code of what they launched");
+        ck_abort_msg("%s: no kernel launch was seen", what);
+    }
+    snprintf(arch, sizeof arch, "sm_%d", device_cc());
+    int multiplying = 0;
+    for (int i = 0; i < log.n; i++) {
+        const char *name = log.r[i].name;
+        if (!name[0])
+            ck_abort_msg("%s: the runtime could not name kernel %d of the %d it launched", what,
+                         i + 1, log.n);
+        int nfn, nffma, nlds;
+        ck_assert_msg(sass_count(name, "FFMA", arch, &nfn, &nffma, why, sizeof why) == 0, "%s",
+                      why);
+        ck_assert_msg(sass_count(name, "LDS", arch, &nfn, &nlds, why, sizeof why) == 0, "%s",
+                      why);
+        if (nfn == 0)
+            ck_abort_msg("the %s machine code holds no function %s, which %s launched: built "
+                         "for another architecture?", arch, name, what);
+        if (nffma == 0)
+            continue; /* a kernel that multiplies nothing (a split-K reduction, a transpose) */
+        multiplying++;
+        if (nlds < nfn) {
+            char text[GRADE_TEXT];
+            launches_describe(&log, 0, "", 0, text, sizeof text);
+            grade_hint(slot, "this step stages tiles of A and B in shared memory: each block "
+                             "loads a tile once from global memory (coalesced), waits at a "
+                             "barrier, and its threads read the tile from shared memory many "
+                             "times; a kernel that multiplies values it loaded straight from "
+                             "global memory skips the idea this chapter is about, however "
+                             "fast it is");
+            ck_abort_msg("%s launched %s, which multiplies (FFMA) but never reads shared memory "
+                         "(no LDS in its %s machine code): %s", what, name, arch, text);
+        }
+    }
+    if (multiplying == 0)
+        ck_abort_msg("%s: none of the %d kernels it launched holds an FFMA in its %s machine "
+                     "code: where is the product computed?", what, log.n, arch);
+    grade_note(slot, "%d kernel%s that multipl%s, each reading shared memory (LDS, %s)",
+               multiplying, multiplying == 1 ? "" : "s", multiplying == 1 ? "ies" : "y", arch);
+}
+END_TEST
+
+static void add_staged(Suite *s, int k, const struct gemm_shape *shape)
+{
+    static char titles[NSTEPS][128];
+    static const char *t[NSTEPS][1];
+    char name[48];
+    gemm_shape_name(shape, name, sizeof name);
+    snprintf(titles[k - 1], sizeof titles[k - 1], "staged: what it launched at %s reads "
+             "shared memory (SASS)", name);
+    t[k - 1][0] = titles[k - 1];
+    if (!gpu_times_are_real()) {
+        grader_skip(titles[k - 1], "graded on a GPU only: the concept test counts the shared "
+                                   "loads here");
+        return;
+    }
+    if (!sass_on_path("cuobjdump")) {
+        grader_skip(titles[k - 1], "cuobjdump is not on PATH (it comes with the CUDA toolkit)");
+        return;
+    }
+    STAGED[k - 1] = (struct staged_case){ k, shape };
+    grader_add_ctx(s, "staged", staged, t[k - 1], 1, 120, &STAGED[k - 1]);
+}
+
 /* ---- speed, bench and tune -------------------------------------------------------------- */
 
 static void verdict(int slot, const void *shape, const struct flow_times *t)
@@ -544,6 +643,7 @@ static void add_tests(Suite *s)
             add_configs(s);
             break;
         }
+        add_staged(s, k, k < NSTEPS ? &SHAPE_2048 : &SHAPE_THIN);
         static char base_name[NSTEPS][32];
         if (k == 1)
             snprintf(base_name[0], sizeof base_name[0], "naive");

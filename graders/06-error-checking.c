@@ -23,6 +23,14 @@
  *   grade --bench F  the loop with no checks and with a check after every launch, each with a
  *                    synchronisation every 1, 10, 100 iterations and never, as rows in F (GPU
  *                    only): ms is the time per iteration of three launches.
+ *
+ * Every test is split (grade.h, "the judge and the runner"): a runner process calls the code
+ * under grading (the demo, run_pipeline, the timed loops) and asks what it left (the watch,
+ * the free device memory, the last-error slot, a synchronisation after a sticky fault, the
+ * output); it sends those facts, the report's strings copied in, to a judge that never runs
+ * that code, needs no CUDA, and makes every check, note and verdict from them. Code that
+ * overwrites the grade's records reaches none of them there; one that ends its process
+ * early fails its test, saying so.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdint.h>
@@ -33,6 +41,7 @@
 
 #include "cuda_check.h"
 #include "grade.h"
+#include "loop_ref.h"
 #include "pipeline.h"
 #include "watch.h"
 
@@ -61,22 +70,12 @@ static const char *err_name(cudaError_t e)
 
 /* ---- the reference and the problem --------------------------------------------------------- */
 
-/* The pipeline on the CPU, in float with the kernels' own order of operations (no product is
- * followed by a sum, so no FMA contraction can differ): the GPU's result to the last bit. */
+/* The pipeline on the CPU (loop_ref.h: the GPU's result to the last bit), widened. */
 static void ref_pipeline(const float *in, double *out, int n, int iterations)
 {
     float *a = xmalloc((size_t)n * sizeof(float)), *b = xmalloc((size_t)n * sizeof(float));
     memcpy(a, in, (size_t)n * sizeof(float));
-    for (int it = 0; it < iterations; it++) {
-        for (int i = 0; i < n; i++) {
-            float l = a[i > 0 ? i - 1 : i], c = a[i], r = a[i < n - 1 ? i + 1 : i];
-            b[i] = (l + c + r) * (1.0f / 3.0f);
-        }
-        for (int i = 0; i < n; i++)
-            b[i] = b[i] + 1.0f;
-        for (int i = 0; i < n; i++)
-            a[i] = b[i];
-    }
+    loop_on_host(a, b, n, iterations);
     for (int i = 0; i < n; i++)
         out[i] = a[i];
     free(a);
@@ -85,8 +84,8 @@ static void ref_pipeline(const float *in, double *out, int n, int iterations)
 
 struct problem {
     struct pipeline_spec spec;
-    float *h_in, *h_out;     /* h_out pinned (problem_init says why) */
-    double *ref;
+    float *h_in, *h_out;     /* h_out pinned where the code runs (problem_init says why) */
+    double *ref;             /* where the checks are made; NULL in the runner */
     int device_lost;         /* set once a sticky fault is confirmed: every call fails after */
 };
 
@@ -96,18 +95,24 @@ static void problem_init(struct problem *p, int n, int iterations, int sync_ever
     p->h_in = xmalloc((size_t)n * sizeof(float));
     /* pinned, as a pipeline's output buffer would be: a copy into pageable memory returns only
      * once it has landed (and reports any fault before it), which would hide a missing final
-     * synchronisation on a GPU; into pinned memory cudaMemcpyAsync returns at once */
-    CUDA_CHECK(cudaMallocHost((void **)&p->h_out, (size_t)n * sizeof(float)));
-    p->ref = xmalloc((size_t)n * sizeof(double));
+     * synchronisation on a GPU; into pinned memory cudaMemcpyAsync returns at once. The judge
+     * only reads what the runner sent into it: plain memory, no CUDA context of its own (one
+     * would cost it seconds on a GPU) */
+    if (grade_role() == GRADE_JUDGE)
+        p->h_out = xmalloc((size_t)n * sizeof(float));
+    else
+        CUDA_CHECK(cudaMallocHost((void **)&p->h_out, (size_t)n * sizeof(float)));
+    p->ref = grade_role() == GRADE_RUNNER ? NULL : xmalloc((size_t)n * sizeof(double));
     p->spec = (struct pipeline_spec){ n, iterations, sync_every, p->h_in, p->h_out, fault };
     p->device_lost = 0;
 }
 
-/* Fresh inputs, their reference (a run that should fail needs none), and a poisoned output. */
+/* Fresh inputs (the same in the judge and the runner: the same seed), their reference where
+ * the checks are made (a run that should fail needs none), and a poisoned output. */
 static void problem_fill(struct problem *p, struct rng *r)
 {
     rng_fill_f32(r, p->h_in, (size_t)p->spec.n, -1.0f, 1.0f);
-    if (p->spec.fault.kind == FAULT_NONE)
+    if (p->spec.fault.kind == FAULT_NONE && p->ref)
         ref_pipeline(p->h_in, p->ref, p->spec.n, p->spec.iterations);
     memset(p->h_out, 0xff, (size_t)p->spec.n * sizeof(float));
 }
@@ -115,12 +120,16 @@ static void problem_fill(struct problem *p, struct rng *r)
 static void problem_free(struct problem *p)
 {
     free(p->h_in);
+    free(p->ref);
+    if (grade_role() == GRADE_JUDGE) {
+        free(p->h_out);
+        return;
+    }
     /* after a sticky fault every call returns it, cudaFreeHost too; the test's process ends
      * with the test, and the pinned buffer with it */
     cudaError_t err = cudaFreeHost(p->h_out);
     if (!p->device_lost)
         CUDA_CHECK(err);
-    free(p->ref);
 }
 
 /* 0 when h_out matches the reference, else -1 with a description. */
@@ -133,7 +142,35 @@ static int problem_compare(const struct problem *p, char *desc, size_t len)
     return -1;
 }
 
-/* ---- what a run leaves behind ------------------------------------------------------------- */
+/* ---- what a run leaves behind, seen by the runner ---------------------------------------- */
+
+/* Every test is split (grade.h, "the judge and the runner"): the runner makes every call of
+ * the code under grading and every query of what it left (the watch, the device's free
+ * memory, the last-error slot, the output), and sends them as these facts; the judge, which
+ * runs none of that code, checks them. The report's file and call point into the runner's
+ * memory: they travel as text, copied in. The judge reads every field as a claim of the code
+ * under grading: each string ended inside its array, no pointer among them. */
+#define FACT_TEXT 512
+#define DESC_LEN (2 * FACT_TEXT + 256) /* a report described: its file and call, and numbers */
+
+struct run_facts {
+    cudaError_t ret;                        /* what the graded call returned */
+    /* the failure it recorded (struct cuda_failure), its strings copied */
+    cudaError_t err;
+    int has_file, has_call, line;
+    char file[FACT_TEXT], call[FACT_TEXT];
+    /* the rest of its report (struct loop_report) */
+    int sync_every, first_possible, detected, stage, device_lost;
+    int demo_line;                          /* cuda_try_demo's *line */
+    /* the watch after the call (harness/watch.h) */
+    int resets, reset_victims, strays, live;
+    char stray[256], live_desc[256], calls[160];
+    /* the device's free memory just before the call and after it (a GPU only; 0 when not
+     * measured or when the device cannot say) */
+    size_t free_before, free_after;
+    cudaError_t last_error;                 /* the last-error slot after the call, as asked */
+    cudaError_t sync_after;                 /* cudaDeviceSynchronize after a sticky fault */
+};
 
 /* Make the CUDA context and load the pipeline's kernels before anything is measured: both
  * take device memory once per process (CUDA loads a kernel at its first launch). */
@@ -153,29 +190,91 @@ static size_t free_bytes(void)
     return f;
 }
 
-/* What a graded call is measured against: the device's free memory just before it (a GPU
- * only; 0 when not measured or when the device cannot say). What the call itself makes and
- * releases, of every kind and size, is watched (harness/watch.h): this grader is linked with
- * the CUDA runtime's allocation, stream, event and reset calls wrapped, on both backends. */
-struct memory {
-    size_t free;
-};
-
-/* Open the watch around a graded call (the caller closes it with watch_end). */
-static struct memory watch_call(void)
+/* Open the watch around a graded call (the caller closes it with watch_end), the device's free
+ * memory just before it into f->free_before. What the call itself makes and releases, of every
+ * kind and size, is watched (harness/watch.h): this grader is linked with the CUDA runtime's
+ * allocation, stream, event and reset calls wrapped, on both backends. */
+static void watch_call(struct run_facts *f)
 {
-    struct memory m = { gpu_times_are_real() ? free_bytes() : 0 };
+    f->free_before = gpu_times_are_real() ? free_bytes() : 0;
     watch_reset();
     watch_begin();
-    return m;
 }
+
+/* What the watch saw in the window just closed, into f. */
+static void record_watch(struct run_facts *f)
+{
+    f->resets = watch_resets();
+    f->reset_victims = watch_reset_victims();
+    f->strays = watch_strays();
+    watch_describe_stray(f->stray, sizeof f->stray);
+    f->live = watch_describe(f->live_desc, sizeof f->live_desc);
+    watch_describe_calls(f->calls, sizeof f->calls);
+}
+
+/* src, a string of the code under grading (NULL or not), into dst: *has says whether there
+ * was one. A text too long keeps its end when keep_end (a file's name: the judge checks how
+ * it ends), else its beginning. */
+static void copy_text(char *dst, size_t size, int *has, const char *src, int keep_end)
+{
+    *has = src != NULL;
+    dst[0] = '\0';
+    if (!src)
+        return;
+    size_t len = strlen(src), from = keep_end && len >= size ? len - (size - 1) : 0;
+    snprintf(dst, size, "%s", src + from);
+}
+
+static void record_failure(struct run_facts *f, const struct cuda_failure *fail)
+{
+    f->err = fail->err;
+    f->line = fail->line;
+    copy_text(f->file, sizeof f->file, &f->has_file, fail->file, 1);
+    copy_text(f->call, sizeof f->call, &f->has_call, fail->call, 0);
+}
+
+/* One graded run of run_pipeline, in the runner (or the one process, unsplit): the watch
+ * opened around it, the report zeroed, the run, and its report and what the watch saw into
+ * f. What the test asks after it (the last-error slot, a synchronisation, the free memory)
+ * its caller adds, in the order the checks read them. */
+static void run_graded(struct problem *p, struct run_facts *f)
+{
+    struct loop_report rep;
+    memset(f, 0, sizeof *f);
+    memset(&rep, 0, sizeof rep);
+    watch_call(f);
+    f->ret = run_pipeline(&p->spec, &rep);
+    watch_end();
+    record_failure(f, &rep.failure);
+    f->sync_every = rep.sync_every;
+    f->first_possible = rep.first_possible;
+    f->detected = rep.detected;
+    f->stage = rep.stage;
+    f->device_lost = rep.device_lost;
+    record_watch(f);
+}
+
+/* The runner sends its facts; the judge's f is overwritten with them and made safe to read:
+ * every string ended inside its array, every flag 0 or 1. Unsplit, f is the process's own. */
+static void exchange_facts(struct run_facts *f)
+{
+    grade_exchange_bytes(f, sizeof *f);
+    f->file[sizeof f->file - 1] = '\0';
+    f->call[sizeof f->call - 1] = '\0';
+    f->stray[sizeof f->stray - 1] = '\0';
+    f->live_desc[sizeof f->live_desc - 1] = '\0';
+    f->calls[sizeof f->calls - 1] = '\0';
+    f->has_file = f->has_file != 0;
+    f->has_call = f->has_call != 0;
+}
+
+/* ---- what a run leaves behind, judged ------------------------------------------------------ */
 
 /* Fail the test when `fn` called cudaDeviceReset in the run with `what`. Checked first: a
  * reset has destroyed what every other check would look at. */
-static void check_reset(int slot, const char *fn, const char *what)
+static void check_reset(int slot, const struct run_facts *f, const char *fn, const char *what)
 {
-    int resets = watch_resets();
-    if (resets == 0)
+    if (f->resets == 0)
         return;
     grade_hint(slot, "leave the device as it is and hand the error back: after a sticky error "
                      "(an illegal address, a trap) nothing brings the context back, the process "
@@ -185,74 +284,53 @@ static void check_reset(int slot, const char *fn, const char *what)
     ck_abort_msg("%s called cudaDeviceReset %s in the run with %s: a reset is not a recovery: "
                  "it destroys every allocation, stream and event of the process, the "
                  "caller's included (it destroyed %d made before %s was called)", fn,
-                 resets == 1 ? "once" : "more than once", what, watch_reset_victims(), fn);
+                 f->resets == 1 ? "once" : "more than once", what, f->reset_victims, fn);
 }
 
 /* Fail the test when `fn` released what it did not hold, or left anything it made live (every
  * allocation of any size, pinned host memory, every stream and event), in the run with
  * `what`; on a GPU also when the device's free memory fell by more than the context's own
  * slack (buffer_bytes: the size of one buffer, for the message). */
-static void check_leak(int slot, struct memory before, size_t buffer_bytes, const char *fn,
+static void check_leak(int slot, const struct run_facts *f, size_t buffer_bytes, const char *fn,
                        const char *what)
 {
-    char live[256], calls[160];
-    if (watch_strays() > 0) {
-        watch_describe_stray(live, sizeof live);
+    if (f->strays > 0) {
         grade_hint(slot, "release each object once, and only what this call made: start every "
                          "pointer and handle at NULL, so that the cleanup can tell what was "
                          "made before the failure");
-        ck_abort_msg("%s released what it did not hold in the run with %s: %s", fn, what, live);
+        ck_abort_msg("%s released what it did not hold in the run with %s: %s", fn, what,
+                     f->stray);
     }
-    if (watch_describe(live, sizeof live) > 0) {
-        watch_describe_calls(calls, sizeof calls);
+    if (f->live > 0) {
         grade_hint(slot, "what is left was made by %s: every path out of %s, the failing ones "
                          "included, must pass through the cleanup label, which frees every "
                          "buffer and destroys every stream and event made before the failure "
-                         "(CUDA_TRY jumps there, it does not return)", calls, fn);
-        ck_abort_msg("%s left %s live after the run with %s", fn, live, what);
+                         "(CUDA_TRY jumps there, it does not return)", f->calls, fn);
+        ck_abort_msg("%s left %s live after the run with %s", fn, f->live_desc, what);
     }
-    if (before.free == 0)
+    if (f->free_before == 0)
         return;
-    size_t after = free_bytes();
-    if (after == 0)
+    if (f->free_after == 0)
         return; /* a GPU after a sticky error cannot be asked: the watch above has answered */
-    if (after + GPU_LEAK_SLACK < before.free) {
+    if (f->free_after < f->free_before && f->free_before - f->free_after > GPU_LEAK_SLACK) {
         grade_hint(slot, "every path out of %s must pass through the cleanup label and free "
                          "what it made, the failing ones included; memory can also be taken "
                          "by calls this grader does not watch (cudaMallocPitch, cudaMalloc3D, "
                          "a graph)", fn);
         ck_abort_msg("%s: %.1f MiB of device memory more in use after the run with %s than "
                      "before (each buffer is %.1f MiB)", fn,
-                     (double)(before.free - after) / (1 << 20), what,
+                     (double)(f->free_before - f->free_after) / (1 << 20), what,
                      (double)buffer_bytes / (1 << 20));
     }
 }
 
 /* The report, as a learner reads it. */
-static void describe(const struct loop_report *r, char *buf, size_t len)
+static void describe(const struct run_facts *f, char *buf, size_t len)
 {
     snprintf(buf, len, "%s:%d: %s: %s; iterations [%d, %d], stage %d, device %s, cadence %d",
-             r->failure.file ? r->failure.file : "(no file)", r->failure.line,
-             r->failure.call ? r->failure.call : "(no call)", err_name(r->failure.err),
-             r->first_possible, r->detected, r->stage, r->device_lost ? "lost" : "usable",
-             r->sync_every);
-}
-
-/* One graded run of run_pipeline, in the run with `what` (for the messages): the watch opened
- * around it (what it measured before into *before, for check_leak), the report zeroed, the
- * run, and its report described into desc; a cudaDeviceReset in it fails the test at once.
- * Returns what run_pipeline returned. */
-static cudaError_t run_described(int slot, struct problem *p, const char *what,
-                                 struct memory *before, struct loop_report *rep, char *desc,
-                                 size_t len)
-{
-    memset(rep, 0, sizeof *rep);
-    *before = watch_call();
-    cudaError_t ret = run_pipeline(&p->spec, rep);
-    watch_end();
-    describe(rep, desc, len);
-    check_reset(slot, "run_pipeline", what);
-    return ret;
+             f->has_file ? f->file : "(no file)", f->line,
+             f->has_call ? f->call : "(no call)", err_name(f->err), f->first_possible,
+             f->detected, f->stage, f->device_lost ? "lost" : "usable", f->sync_every);
 }
 
 /* ---- the macro ----------------------------------------------------------------------------- */
@@ -263,40 +341,59 @@ static int ends_with(const char *s, const char *tail)
     return a >= b && strcmp(s + a - b, tail) == 0;
 }
 
-START_TEST(macro)
+static void judge_macro(int slot, const struct run_facts *f, const char *what)
 {
-    int slot = MACRO, line = -1;
-    warm_up();
-    static const char *what = "the planted failure of cudaMalloc";
-    struct cuda_failure f = { cudaSuccess, NULL, 0, NULL };
-    struct memory before = watch_call();
-    cudaError_t ret = cuda_try_demo(&f, &line);
-    watch_end();
-    check_reset(slot, "cuda_try_demo", what);
-    if (ret == cudaSuccess || f.err == cudaSuccess) {
+    check_reset(slot, f, "cuda_try_demo", what);
+    if (f->ret == cudaSuccess || f->err == cudaSuccess) {
         grade_hint(slot, "CUDA_TRY in pipeline.cu is still the TODO: on a failed call it must "
                          "record the error, __FILE__, __LINE__ and #expr in *fail before it "
                          "jumps to cleanup");
         ck_abort_msg("cudaMalloc of 2^62 bytes failed and CUDA_TRY recorded nothing (the demo "
-                     "returned %s)", err_name(ret));
+                     "returned %s)", err_name(f->ret));
     }
-    ck_assert_msg(f.err == cudaErrorMemoryAllocation && ret == f.err,
+    ck_assert_msg(f->err == cudaErrorMemoryAllocation && f->ret == f->err,
                   "recorded %s and returned %s, want cudaErrorMemoryAllocation for both",
-                  err_name(f.err), err_name(ret));
-    if (!f.file || !ends_with(f.file, "pipeline.cu") || f.line != line) {
+                  err_name(f->err), err_name(f->ret));
+    if (!f->has_file || !ends_with(f->file, "pipeline.cu") || f->line != f->demo_line) {
         grade_hint(slot, "use __FILE__ and __LINE__ inside the macro's body: a macro expands "
                          "where it is used, a function would record its own line");
         ck_abort_msg("recorded %s:%d, want pipeline.cu:%d (the failing call's own line)",
-                     f.file ? f.file : "(null)", f.line, line);
+                     f->has_file ? f->file : "(null)", f->line, f->demo_line);
     }
-    if (!f.call || !strstr(f.call, "cudaMalloc(&d_huge")) {
+    if (!f->has_call || !strstr(f->call, "cudaMalloc(&d_huge")) {
         grade_hint(slot, "#expr turns the macro's argument into a string literal of the call "
                          "as written");
         ck_abort_msg("recorded the call as \"%s\", want the failing call's text, "
-                     "\"cudaMalloc(&d_huge, (size_t)1 << 62)\"", f.call ? f.call : "(null)");
+                     "\"cudaMalloc(&d_huge, (size_t)1 << 62)\"",
+                     f->has_call ? f->call : "(null)");
     }
-    check_leak(slot, before, 4096, "cuda_try_demo", what);
-    grade_note(slot, "%s:%d: %s failed: %s", f.file, f.line, f.call, err_name(f.err));
+    check_leak(slot, f, 4096, "cuda_try_demo", what);
+    grade_note(slot, "%s:%d: %s failed: %s", f->file, f->line, f->call, err_name(f->err));
+}
+
+START_TEST(macro)
+{
+    grade_split(); /* the demo in a runner, the checks here (grade.h) */
+    int slot = MACRO;
+    static const char *what = "the planted failure of cudaMalloc";
+    struct run_facts f;
+    memset(&f, 0, sizeof f);
+    if (grade_role() != GRADE_JUDGE) {
+        warm_up();
+        struct cuda_failure fail = { cudaSuccess, NULL, 0, NULL };
+        int line = -1;
+        watch_call(&f);
+        f.ret = cuda_try_demo(&fail, &line);
+        watch_end();
+        record_failure(&f, &fail);
+        f.demo_line = line;
+        record_watch(&f);
+        f.free_after = f.free_before ? free_bytes() : 0;
+    }
+    exchange_facts(&f);
+    if (grade_role() != GRADE_RUNNER)
+        judge_macro(slot, &f, what);
+    grade_split_end();
 }
 END_TEST
 
@@ -311,6 +408,45 @@ static const struct run_case CORRECT_CASES[] = {
 };
 #define NCORRECT ((int)(sizeof CORRECT_CASES / sizeof CORRECT_CASES[0]))
 
+/* The checks of one run with no fault (`what`), on what the runner saw and the output it sent
+ * (p->h_out). */
+static void judge_no_fault(int slot, struct run_case c, const char *what, struct run_facts *f,
+                           const struct problem *p)
+{
+    char desc[DESC_LEN];
+    describe(f, desc, sizeof desc);
+    check_reset(slot, f, "run_pipeline", what);
+    if (f->ret == cudaErrorNotYetImplemented) {
+        grade_hint(slot, "run_pipeline in pipeline.cu is still the TODO: allocate, loop, "
+                         "check, synchronise, copy back, clean up");
+        ck_abort_msg("n %d, %d iterations: run_pipeline returned cudaErrorNotYetImplemented",
+                     c.n, c.iterations);
+    }
+    ck_assert_msg(f->ret == cudaSuccess && f->err == cudaSuccess,
+                  "n %d, %d iterations, no fault: run_pipeline returned %s (%s)", c.n,
+                  c.iterations, err_name(f->ret), desc);
+    ck_assert_msg(f->first_possible == -1 && f->detected == -1 && f->stage == -1,
+                  "n %d: success, but the report names iterations [%d, %d] and stage %d "
+                  "(want -1 for each)", c.n, f->first_possible, f->detected, f->stage);
+    int want_every = c.sync_every;
+    ck_assert_msg(want_every ? f->sync_every == want_every : f->sync_every >= 1,
+                  "the report says it synchronised every %d iterations; the spec asked "
+                  "for %d%s", f->sync_every, c.sync_every,
+                  c.sync_every ? "" : " (yours: PIPELINE_SYNC_EVERY, at least 1)");
+    char cmp[512];
+    if (problem_compare(p, cmp, sizeof cmp) != 0) {
+        grade_hint(slot, "the result must be d_a after all %d iterations, copied back once "
+                         "the stream has finished (synchronise before returning)",
+                   c.iterations);
+        ck_abort_msg("%s: %s", what, cmp);
+    }
+    ck_assert_msg(f->last_error == cudaSuccess, "after a successful run the last-error slot "
+                  "still holds %s", err_name(f->last_error));
+    if (c.n != big_n())
+        f->free_before = 0; /* on a GPU only the 64 MiB buffers stand out of the slack */
+    check_leak(slot, f, (size_t)c.n * sizeof(float), "run_pipeline", what);
+}
+
 START_TEST(correct)
 {
     int slot = CORRECT + _i;
@@ -319,53 +455,32 @@ START_TEST(correct)
         c.n = big_n();
     if (grade_quick_skip(slot, (double)c.n * c.iterations, "element updates"))
         return;
+    grade_split(); /* run_pipeline in a runner, the checks here (grade.h) */
     struct rng r = grade_rng(slot);
     struct problem p;
     problem_init(&p, c.n, c.iterations, c.sync_every, (struct fault){ FAULT_NONE, 0, 0 });
-    size_t bytes = (size_t)c.n * sizeof(float);
-    warm_up();
+    if (grade_role() != GRADE_JUDGE)
+        warm_up();
     for (int round = 0; round < 2; round++) {
         char what[96];
         snprintf(what, sizeof what, "no fault, n %d, %d iterations, cadence %d%s", c.n,
                  c.iterations, c.sync_every, round == 0 ? "" : ", its second run");
         problem_fill(&p, &r);
-        struct memory before;
-        struct loop_report rep;
-        char desc[512];
-        cudaError_t ret = run_described(slot, &p, what, &before, &rep, desc, sizeof desc);
-        if (ret == cudaErrorNotYetImplemented) {
-            grade_hint(slot, "run_pipeline in pipeline.cu is still the TODO: allocate, loop, "
-                             "check, synchronise, copy back, clean up");
-            ck_abort_msg("n %d, %d iterations: run_pipeline returned cudaErrorNotYetImplemented",
-                         c.n, c.iterations);
+        struct run_facts f;
+        memset(&f, 0, sizeof f);
+        if (grade_role() != GRADE_JUDGE) {
+            run_graded(&p, &f);
+            f.last_error = cudaGetLastError();
+            f.free_after = f.free_before ? free_bytes() : 0;
         }
-        ck_assert_msg(ret == cudaSuccess && rep.failure.err == cudaSuccess,
-                      "n %d, %d iterations, no fault: run_pipeline returned %s (%s)", c.n,
-                      c.iterations, err_name(ret), desc);
-        ck_assert_msg(rep.first_possible == -1 && rep.detected == -1 && rep.stage == -1,
-                      "n %d: success, but the report names iterations [%d, %d] and stage %d "
-                      "(want -1 for each)", c.n, rep.first_possible, rep.detected, rep.stage);
-        int want_every = c.sync_every;
-        ck_assert_msg(want_every ? rep.sync_every == want_every : rep.sync_every >= 1,
-                      "the report says it synchronised every %d iterations; the spec asked "
-                      "for %d%s", rep.sync_every, c.sync_every,
-                      c.sync_every ? "" : " (yours: PIPELINE_SYNC_EVERY, at least 1)");
-        char cmp[512];
-        if (problem_compare(&p, cmp, sizeof cmp) != 0) {
-            grade_hint(slot, "the result must be d_a after all %d iterations, copied back once "
-                             "the stream has finished (synchronise before returning)",
-                       c.iterations);
-            ck_abort_msg("%s: %s", what, cmp);
-        }
-        cudaError_t left = cudaGetLastError();
-        ck_assert_msg(left == cudaSuccess, "after a successful run the last-error slot still "
-                      "holds %s", err_name(left));
-        if (c.n != big_n())
-            before.free = 0; /* on a GPU only the 64 MiB buffers stand out of the slack */
-        check_leak(slot, before, bytes, "run_pipeline", what);
+        exchange_facts(&f);
+        grade_exchange_bytes(p.h_out, (size_t)c.n * sizeof(float));
+        if (grade_role() != GRADE_RUNNER)
+            judge_no_fault(slot, c, what, &f, &p);
     }
     grade_note(slot, "the right result, all freed");
     problem_free(&p);
+    grade_split_end();
 }
 END_TEST
 
@@ -397,32 +512,21 @@ static const char *fault_name(enum fault_kind k)
            ? "invalid configuration" : "trap";
 }
 
-START_TEST(faults)
+/* The checks of the run with the fault `fc` (`what`), on what the runner saw: all of them for
+ * a sticky fault (its note written), those before the fresh run for a refused launch. */
+static void judge_fault(int slot, struct fault_case fc, const char *what, const char *kernel,
+                        const struct run_facts *f, size_t bytes)
 {
-    int slot = FAULTS + _i;
-    struct fault_case fc = FAULT_CASES[_i];
-    int n = big_n(), sticky = fc.kind != FAULT_BAD_CONFIG;
-    size_t bytes = (size_t)n * sizeof(float);
-    struct rng r = grade_rng(slot);
-    struct problem p;
-    problem_init(&p, n, ITERS, fc.sync_every,
-                 (struct fault){ fc.kind, fc.iteration, fc.stage });
-    problem_fill(&p, &r);
-    warm_up();
-    const char *kernel = PIPELINE_STAGES[fc.stage].name;
-    char what[96];
-    snprintf(what, sizeof what, "the %s at iteration %d in %s, cadence %d", fault_name(fc.kind),
-             fc.iteration, kernel, fc.sync_every);
-    struct memory before;
-    struct loop_report rep;
-    char desc[512];
-    cudaError_t ret = run_described(slot, &p, what, &before, &rep, desc, sizeof desc);
+    int sticky = fc.kind != FAULT_BAD_CONFIG;
+    char desc[DESC_LEN];
+    describe(f, desc, sizeof desc);
+    check_reset(slot, f, "run_pipeline", what);
 
-    if (ret == cudaErrorNotYetImplemented) {
+    if (f->ret == cudaErrorNotYetImplemented) {
         grade_hint(slot, "run_pipeline in pipeline.cu is still the TODO");
         ck_abort_msg("run_pipeline returned cudaErrorNotYetImplemented");
     }
-    if (ret == cudaSuccess) {
+    if (f->ret == cudaSuccess) {
         grade_hint(slot, sticky ? "a fault inside a kernel is only returned by a later "
                                   "synchronising call: check what every cudaStreamSynchronize "
                                   "returns, the one after the last iterations included"
@@ -432,9 +536,9 @@ START_TEST(faults)
         ck_abort_msg("%s at iteration %d (%s), cadence %d: run_pipeline reported success",
                      fault_name(fc.kind), fc.iteration, kernel, fc.sync_every);
     }
-    ck_assert_msg(ret == rep.failure.err, "returned %s, but the report holds %s",
-                  err_name(ret), err_name(rep.failure.err));
-    ck_assert_msg(rep.failure.line > 0 && rep.failure.call && rep.failure.file,
+    ck_assert_msg(f->ret == f->err, "returned %s, but the report holds %s",
+                  err_name(f->ret), err_name(f->err));
+    ck_assert_msg(f->line > 0 && f->has_call && f->has_file,
                   "the report's failure has no file, line or call: record it with CUDA_TRY");
     cudaError_t want = fc.kind == FAULT_OUT_OF_BOUNDS ? cudaErrorIllegalAddress
                        : fc.kind == FAULT_BAD_CONFIG ? cudaErrorInvalidConfiguration
@@ -444,87 +548,148 @@ START_TEST(faults)
      * the CPU backend (and the runtime's documentation) say cudaErrorInvalidConfiguration:
      * both are refusals at the launch, and neither is sticky */
     if (fc.kind == FAULT_BAD_CONFIG && gpu_times_are_real())
-        ck_assert_msg(ret == cudaErrorInvalidConfiguration || ret == cudaErrorInvalidValue,
+        ck_assert_msg(f->ret == cudaErrorInvalidConfiguration || f->ret == cudaErrorInvalidValue,
                       "%s at iteration %d: returned %s, want the launch's refusal, "
                       "cudaErrorInvalidConfiguration or cudaErrorInvalidValue (%s)",
-                      fault_name(fc.kind), fc.iteration, err_name(ret), desc);
+                      fault_name(fc.kind), fc.iteration, err_name(f->ret), desc);
     else if (fc.kind != FAULT_TRAP || !gpu_times_are_real())
-        ck_assert_msg(ret == want, "%s at iteration %d: returned %s, want %s (%s)",
-                      fault_name(fc.kind), fc.iteration, err_name(ret), err_name(want), desc);
+        ck_assert_msg(f->ret == want, "%s at iteration %d: returned %s, want %s (%s)",
+                      fault_name(fc.kind), fc.iteration, err_name(f->ret), err_name(want),
+                      desc);
     else
-        ck_assert_msg(ret != cudaErrorInvalidConfiguration, "trap: returned %s (%s)",
-                      err_name(ret), desc);
+        ck_assert_msg(f->ret != cudaErrorInvalidConfiguration, "trap: returned %s (%s)",
+                      err_name(f->ret), desc);
 
-    int k = fc.iteration, width = rep.detected - rep.first_possible + 1;
-    if (!(rep.first_possible <= k && k <= rep.detected)) {
+    /* width in 64 bits: both ends are the code's claims, and may be any int */
+    int k = fc.iteration;
+    long long width = (long long)f->detected - f->first_possible + 1;
+    if (!(f->first_possible <= k && k <= f->detected)) {
         grade_hint(slot, "first_possible is the iteration after the last synchronisation that "
                          "succeeded; detected is the iteration whose call returned the error");
         ck_abort_msg("%s at iteration %d: reported iterations [%d, %d], which do not contain "
-                     "it (%s)", fault_name(fc.kind), k, rep.first_possible, rep.detected, desc);
+                     "it (%s)", fault_name(fc.kind), k, f->first_possible, f->detected, desc);
     }
-    if (rep.sync_every < 1 || width > rep.sync_every) {
+    if (f->sync_every < 1 || width > f->sync_every) {
         grade_hint(slot, "with a synchronisation every %d iterations, a fault is seen at most "
                          "%d iterations after it happened; a wider window means a "
                          "synchronisation was skipped or its result not checked",
-                   rep.sync_every, rep.sync_every);
-        ck_abort_msg("%s at iteration %d: the window [%d, %d] spans %d iterations, wider than "
-                     "the cadence %d", fault_name(fc.kind), k, rep.first_possible,
-                     rep.detected, width, rep.sync_every);
+                   f->sync_every, f->sync_every);
+        ck_abort_msg("%s at iteration %d: the window [%d, %d] spans %lld iterations, wider "
+                     "than the cadence %d", fault_name(fc.kind), k, f->first_possible,
+                     f->detected, width, f->sync_every);
     }
     if (sticky) {
-        ck_assert_msg(rep.stage == -1 || rep.stage == fc.stage,
+        ck_assert_msg(f->stage == -1 || f->stage == fc.stage,
                       "%s in %s: the report blames stage %d (%s); a fault found at a "
                       "synchronisation cannot be pinned to one kernel: say -1",
-                      fault_name(fc.kind), kernel, rep.stage,
-                      rep.stage >= 0 && rep.stage < PIPELINE_NUM_STAGES
-                          ? PIPELINE_STAGES[rep.stage].name : "none");
-        ck_assert_msg(rep.device_lost == 1, "%s: a sticky error, but the report says the "
+                      fault_name(fc.kind), kernel, f->stage,
+                      f->stage >= 0 && f->stage < PIPELINE_NUM_STAGES
+                          ? PIPELINE_STAGES[f->stage].name : "none");
+        ck_assert_msg(f->device_lost == 1, "%s: a sticky error, but the report says the "
                       "device is usable (ask it: every later call returns the error)",
                       fault_name(fc.kind));
         /* the test itself: the fault really was sticky */
-        ck_assert_msg(cudaDeviceSynchronize() != cudaSuccess, "grader: the fault did not stick");
-        p.device_lost = 1;
-        check_leak(slot, before, bytes, "run_pipeline", what);
+        ck_assert_msg(f->sync_after != cudaSuccess, "grader: the fault did not stick");
+        check_leak(slot, f, bytes, "run_pipeline", what);
         grade_note(slot, "%s at %d (%s, cadence %d): %s", fault_name(fc.kind), k, kernel,
                    fc.sync_every, desc);
-        problem_free(&p);
         return;
     }
 
     /* not sticky: known at once, the kernel named, and the device goes on */
-    ck_assert_msg(rep.first_possible == k && rep.detected == k && rep.stage == fc.stage,
+    ck_assert_msg(f->first_possible == k && f->detected == k && f->stage == fc.stage,
                   "a refused launch is known at the launch: want iterations [%d, %d] and "
                   "stage %d (%s), got [%d, %d] and stage %d", k, k, fc.stage, kernel,
-                  rep.first_possible, rep.detected, rep.stage);
-    ck_assert_msg(rep.device_lost == 0, "an invalid configuration is not sticky, but the report "
+                  f->first_possible, f->detected, f->stage);
+    ck_assert_msg(f->device_lost == 0, "an invalid configuration is not sticky, but the report "
                   "says the device is lost");
-    check_leak(slot, before, bytes, "run_pipeline", what);
-    cudaError_t left = cudaPeekAtLastError();
-    if (left != cudaSuccess) {
+    check_leak(slot, f, bytes, "run_pipeline", what);
+    if (f->last_error != cudaSuccess) {
         grade_hint(slot, "cudaPeekAtLastError leaves the error in place: read it with "
                          "cudaGetLastError, which clears it, or it surfaces one call late in "
                          "someone else's check");
         ck_abort_msg("run_pipeline returned, and the last-error slot still holds %s",
-                     err_name(left));
+                     err_name(f->last_error));
     }
-    struct problem q;
-    problem_init(&q, 4097, 5, 1, (struct fault){ FAULT_NONE, 0, 0 });
-    problem_fill(&q, &r);
-    struct loop_report rep2;
-    char again_what[160];
-    snprintf(again_what, sizeof again_what, "no fault, n 4097, 5 iterations, after %s", what);
-    cudaError_t again = run_described(slot, &q, again_what, &before, &rep2, desc, sizeof desc);
-    ck_assert_msg(again == cudaSuccess, "after the invalid configuration, a fresh run with no "
-                  "fault returned %s (%s): the device should still work", err_name(again), desc);
+}
+
+/* The checks of the fresh run with no fault after a refused launch (`what`), on what the
+ * runner saw and the output it sent (q->h_out). */
+static void judge_fresh_run(int slot, struct fault_case fc, const char *kernel,
+                            const char *what, struct run_facts *f, const struct problem *q)
+{
+    char desc[DESC_LEN];
+    describe(f, desc, sizeof desc);
+    check_reset(slot, f, "run_pipeline", what);
+    ck_assert_msg(f->ret == cudaSuccess, "after the invalid configuration, a fresh run with no "
+                  "fault returned %s (%s): the device should still work", err_name(f->ret),
+                  desc);
     char cmp[512];
-    ck_assert_msg(problem_compare(&q, cmp, sizeof cmp) == 0, "after the invalid configuration, "
+    ck_assert_msg(problem_compare(q, cmp, sizeof cmp) == 0, "after the invalid configuration, "
                   "a fresh run with no fault: %s", cmp);
-    before.free = 0; /* 16 KiB buffers: within a GPU's slack; the watch counts them */
-    check_leak(slot, before, (size_t)4097 * sizeof(float), "run_pipeline", again_what);
+    f->free_before = 0; /* 16 KiB buffers: within a GPU's slack; the watch counts them */
+    check_leak(slot, f, (size_t)q->spec.n * sizeof(float), "run_pipeline", what);
     grade_note(slot, "%s at %d (%s, cadence %d): reported at once, stage named, and the "
-                     "device works after it", fault_name(fc.kind), k, kernel, fc.sync_every);
-    problem_free(&q);
+                     "device works after it", fault_name(fc.kind), fc.iteration, kernel,
+               fc.sync_every);
+}
+
+START_TEST(faults)
+{
+    grade_split(); /* run_pipeline in a runner, the checks here (grade.h) */
+    int slot = FAULTS + _i;
+    struct fault_case fc = FAULT_CASES[_i];
+    int n = big_n(), sticky = fc.kind != FAULT_BAD_CONFIG;
+    size_t bytes = (size_t)n * sizeof(float);
+    struct rng r = grade_rng(slot);
+    struct problem p;
+    problem_init(&p, n, ITERS, fc.sync_every,
+                 (struct fault){ fc.kind, fc.iteration, fc.stage });
+    problem_fill(&p, &r);
+    if (grade_role() != GRADE_JUDGE)
+        warm_up();
+    const char *kernel = PIPELINE_STAGES[fc.stage].name;
+    char what[96];
+    snprintf(what, sizeof what, "the %s at iteration %d in %s, cadence %d", fault_name(fc.kind),
+             fc.iteration, kernel, fc.sync_every);
+    struct run_facts f;
+    memset(&f, 0, sizeof f);
+    if (grade_role() != GRADE_JUDGE) {
+        run_graded(&p, &f);
+        if (sticky) {
+            /* the test itself: the fault really was sticky (the judge checks it) */
+            f.sync_after = cudaDeviceSynchronize();
+            p.device_lost = f.sync_after != cudaSuccess;
+            f.free_after = f.free_before ? free_bytes() : 0;
+        } else {
+            f.free_after = f.free_before ? free_bytes() : 0;
+            f.last_error = cudaPeekAtLastError();
+        }
+    }
+    exchange_facts(&f);
+    if (grade_role() != GRADE_RUNNER)
+        judge_fault(slot, fc, what, kernel, &f, bytes);
+
+    if (!sticky) {
+        /* the device goes on: a fresh run, after the checks of the refused one (the runner
+         * may start it before they end; a failed check ends both) */
+        struct problem q;
+        problem_init(&q, 4097, 5, 1, (struct fault){ FAULT_NONE, 0, 0 });
+        problem_fill(&q, &r);
+        char again_what[160];
+        snprintf(again_what, sizeof again_what, "no fault, n 4097, 5 iterations, after %s",
+                 what);
+        memset(&f, 0, sizeof f);
+        if (grade_role() != GRADE_JUDGE)
+            run_graded(&q, &f);
+        exchange_facts(&f);
+        grade_exchange_bytes(q.h_out, (size_t)q.spec.n * sizeof(float));
+        if (grade_role() != GRADE_RUNNER)
+            judge_fresh_run(slot, fc, kernel, again_what, &f, &q);
+        problem_free(&q);
+    }
     problem_free(&p);
+    grade_split_end();
 }
 END_TEST
 
@@ -537,45 +702,78 @@ static double now_ms(void)
     return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
 }
 
-START_TEST(speed)
-{
-    int slot = SPEED;
-    struct rng r = grade_rng(slot);
-    struct problem p;
-    problem_init(&p, SPEED_N, SPEED_ITERS, 0, (struct fault){ FAULT_NONE, 0, 0 });
-    rng_fill_f32(&r, p.h_in, SPEED_N, -1.0f, 1.0f);
-    /* a host loop is timed with the host's clock: what it costs is the GPU's idle time
-     * between kernels, which only the wall clock sees in full. Both loops alternate, after a
-     * warm-up of each, and the median of each is compared. */
-    struct loop_report rep;
-    memset(&rep, 0, sizeof rep);
-    run_pipeline_unchecked(&p.spec);
-    cudaError_t ret = run_pipeline(&p.spec, &rep);
-    ck_assert_msg(ret == cudaSuccess, "run_pipeline returned %s (speed is graded once it "
-                  "succeeds)", err_name(ret));
+/* What the runner measured: the first run's return, then the timed pairs' (the first failure
+ * stops them: reps says how many ran), and the cadence the last run reported. */
+struct speed_facts {
+    cudaError_t first, ret;
+    int reps, sync_every;
     double tu[SPEED_REPS], ty[SPEED_REPS];
-    for (int i = 0; i < SPEED_REPS; i++) {
-        double t0 = now_ms();
-        run_pipeline_unchecked(&p.spec);
-        double t1 = now_ms();
-        ret = run_pipeline(&p.spec, &rep);
-        double t2 = now_ms();
-        ck_assert_msg(ret == cudaSuccess, "run_pipeline returned %s", err_name(ret));
-        tu[i] = t1 - t0;
-        ty[i] = t2 - t1;
-    }
-    double mu = median(tu, SPEED_REPS), my = median(ty, SPEED_REPS), ratio = my / mu;
+};
+
+static void judge_speed(int slot, struct speed_facts *s)
+{
+    ck_assert_msg(s->ret == cudaSuccess, "run_pipeline returned %s", err_name(s->ret));
+    int times_ok = s->reps == SPEED_REPS;
+    for (int i = 0; i < SPEED_REPS; i++) /* the negations also refuse a NaN */
+        times_ok = times_ok && s->tu[i] > 0 && !(s->tu[i] > 1e9) && s->ty[i] > 0 &&
+                   !(s->ty[i] > 1e9);
+    if (!times_ok)
+        ck_abort_msg("the grade lost step with the code it runs: no timing came back");
+    double mu = median(s->tu, SPEED_REPS), my = median(s->ty, SPEED_REPS), ratio = my / mu;
     grade_note(slot, "%d iterations, n = %d: yours %.2f ms (cadence %d) against %.2f ms with no "
-                     "checks: %.3fx (at most %.2fx)", SPEED_ITERS, SPEED_N, my, rep.sync_every,
+                     "checks: %.3fx (at most %.2fx)", SPEED_ITERS, SPEED_N, my, s->sync_every,
                mu, ratio, NEEDS_RATIO);
     grade_summary("checked loop %.3fx the unchecked one at cadence %d (at most %.2fx)", ratio,
-                  rep.sync_every, NEEDS_RATIO);
+                  s->sync_every, NEEDS_RATIO);
     grade_hint(slot, "each synchronisation drains the stream and leaves the GPU idle for about "
                      "a launch latency: synchronise every 10 iterations or so, not every one; "
                      "cudaGetLastError itself costs next to nothing");
-    problem_free(&p);
     ck_assert_msg(ratio <= NEEDS_RATIO, "yours %.2f ms at cadence %d, unchecked %.2f ms: %.3fx, "
-                  "at most %.2fx", my, rep.sync_every, mu, ratio, NEEDS_RATIO);
+                  "at most %.2fx", my, s->sync_every, mu, ratio, NEEDS_RATIO);
+}
+
+START_TEST(speed)
+{
+    grade_split(); /* the loops run and are timed in a runner, judged here (grade.h) */
+    int slot = SPEED;
+    struct rng r = grade_rng(slot);
+    struct speed_facts s;
+    memset(&s, 0, sizeof s);
+    struct problem p;
+    struct loop_report rep;
+    memset(&rep, 0, sizeof rep);
+    if (grade_role() != GRADE_JUDGE) {
+        problem_init(&p, SPEED_N, SPEED_ITERS, 0, (struct fault){ FAULT_NONE, 0, 0 });
+        rng_fill_f32(&r, p.h_in, SPEED_N, -1.0f, 1.0f);
+        run_pipeline_unchecked(&p.spec);
+        s.first = run_pipeline(&p.spec, &rep);
+        s.sync_every = rep.sync_every;
+    }
+    grade_exchange_bytes(&s, sizeof s);
+    if (grade_role() != GRADE_RUNNER)
+        ck_assert_msg(s.first == cudaSuccess, "run_pipeline returned %s (speed is graded once "
+                      "it succeeds)", err_name(s.first));
+    /* a host loop is timed with the host's clock: what it costs is the GPU's idle time
+     * between kernels, which only the wall clock sees in full. Both loops alternate, after a
+     * warm-up of each, and the median of each is compared. */
+    if (grade_role() != GRADE_JUDGE) {
+        for (int i = 0; i < SPEED_REPS && s.first == cudaSuccess && s.ret == cudaSuccess; i++) {
+            double t0 = now_ms();
+            run_pipeline_unchecked(&p.spec);
+            double t1 = now_ms();
+            s.ret = run_pipeline(&p.spec, &rep);
+            double t2 = now_ms();
+            s.tu[i] = t1 - t0;
+            s.ty[i] = t2 - t1;
+            s.reps = i + 1;
+        }
+        s.sync_every = rep.sync_every;
+        problem_free(&p);
+    }
+    grade_exchange_bytes(&s, sizeof s);
+    if (grade_role() != GRADE_RUNNER)
+        judge_speed(slot, &s);
+    grade_split_end();
 }
 END_TEST
 

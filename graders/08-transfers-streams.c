@@ -20,8 +20,15 @@
  *                was launched
  *   speed        on a GPU, each step against its baseline timed in the same run: step 1 over
  *                upload_pageable, step 2 (the caller's buffers pinned) against the floor of
- *                its resources, step 3
- *                against the two copies one after the other, step 4 over plain launches
+ *                its resources, step 3 against the two copies one after the other, step 4
+ *                over plain launches
+ *
+ * Every test is split into a runner and a judge (grade.h and, below, "the judge and the
+ * runner"): the runner makes every call of the code under grading and sends what only its
+ * process can read (return codes, the bytes the copies left, the CPU backend's counts and
+ * recorded schedule, timings); the judge, which never runs that code and touches no device,
+ * makes every check on inputs of its own from the same seed, so that the code under grading
+ * can neither reach the grade's records nor forge a verdict.
  *
  *   grade --bench F  on a GPU: the copy rates of pageable, cudaMallocHost and cudaHostRegister
  *                memory both ways, the cost of registering, the pipeline at six chunk sizes and
@@ -29,9 +36,9 @@
  *                8 MiB chunks, with their floor) from pinned ones, both directions at once, the
  *                loop plain and as a graph, as rows in F; and a timeline of one pipeline run,
  *                every operation's start and end per stream (CUDA events; the host's copies by
- *                its clock), in gantt-08-transfers-streams.tsv beside F. On the CPU backend only the timeline,
- *                from the schedule its scheduler recorded (host times, not a GPU's), and rows
- *                of host times that say nothing about a GPU.
+ *                its clock), in gantt-08-transfers-streams.tsv beside F. On the CPU backend
+ *                only the timeline, from the schedule its scheduler recorded (host times, not a
+ *                GPU's), and rows of host times that say nothing about a GPU.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdint.h>
@@ -42,6 +49,7 @@
 
 #include "cuda_check.h"
 #include "grade.h"
+#include "loop_ref.h"
 #include "transfers.h"
 #ifdef HARNESS_EMU
 #include <emu_memory.h>
@@ -95,32 +103,205 @@ static long long first_diff(const unsigned char *a, const unsigned char *b, size
     return -1;
 }
 
+/* ==== the judge and the runner ===================================================================
+ *
+ * Every test is split at its start (grade.h, "the judge and the runner"). The runner makes every
+ * call of the code under grading and reads what only its process holds: the codes those calls
+ * returned, the bytes they left on the device and in the host's buffers, the CPU backend's counts
+ * of what is held and the schedule its scheduler recorded, the timings. It sends them, and the
+ * judge, which made the same inputs from the same seed and went through the same steps without
+ * running that code or any CUDA call but those that name an error (a context in the judge would
+ * cost each test as long again on a GPU), makes every check, note and verdict. What comes back is what the code under grading
+ * claims: counts are bounded before they size anything, strings are cut to their fields, and no
+ * pointer is taken from it. Unsplit (CK_FORK=no) one process does both; the exchanges do
+ * nothing. */
+
+/* 1 where the code under grading runs: the runner, or an unsplit test */
+static int runs(void)
+{
+    return grade_role() != GRADE_JUDGE;
+}
+
+/* 1 where checks are made: the judge, or an unsplit test */
+static int judges(void)
+{
+    return grade_role() != GRADE_RUNNER;
+}
+
+/* ck_assert_msg where checks are made; the runner checks nothing */
+#define JUDGE(cond, ...) do { if (judges()) ck_assert_msg(cond, __VA_ARGS__); } while (0)
+
+#define PIECE (4 * MIB) /* the most bytes one message carries: a 256 MiB buffer goes in 64 */
+
+/* n bytes at p: the runner's sent, the judge's overwritten with them, a piece at a time */
+static void exchange_pieces(void *p, size_t n)
+{
+    for (size_t off = 0; off < n; off += PIECE)
+        grade_exchange_bytes((unsigned char *)p + off, n - off < PIECE ? n - off : PIECE);
+}
+
+/* n bytes of device memory at d, into the host buffer h as the judge sees them: copied where the
+ * code ran, and sent (the judge compares real bytes, never a digest the runner made) */
+static void device_seen(void *h, const void *d, size_t n)
+{
+    if (runs())
+        to_host(h, d, n);
+    exchange_pieces(h, n);
+}
+
+static cudaError_t code_seen(cudaError_t e)
+{
+    grade_exchange_bytes(&e, sizeof e);
+    return e;
+}
+
+/* The code `call` returned, as both see it: the call is made where the code under grading runs
+ * (the judge does not evaluate it), and its code is sent */
+#define SEEN(call) code_seen(runs() ? (call) : cudaSuccess)
+
+static void code_check(cudaError_t e, const char *call, const char *file, int line)
+{
+    if (e == cudaSuccess || !judges())
+        return;
+    fprintf(stderr, "%s:%d: %s failed: %s (%s)\n", file, line, call, cudaGetErrorString(e),
+            cudaGetErrorName(e));
+    exit(EXIT_FAILURE);
+}
+
+/* CUDA_CHECK of a code the runner sent: CUDA_CHECK's words and exit, where checks are made */
+#define CODE_CHECK(e, call) code_check(e, call, __FILE__, __LINE__)
+/* CUDA_CHECK(call), split: the call where the code runs, the check where checks are made */
+#define SEEN_CHECK(call) code_check(SEEN(call), #call, __FILE__, __LINE__)
+
+/* An int the runner read (a flag, a count), as both see it */
+static int int_seen(int v)
+{
+    grade_exchange_bytes(&v, sizeof v);
+    return v;
+}
+
+/* Timings the runner took: claims like the rest, and a negative or non-finite one (a ratio over
+ * it could pass anything) cannot be a measurement */
+static void times_check(const double *t, int n)
+{
+    for (int i = 0; i < n && judges(); i++)
+        if (!(t[i] >= 0 && t[i] < 1e9))
+            ck_abort_msg("the grade lost step with the code it runs: a timing of %g ms came back",
+                         t[i]);
+}
+
+/* The next seed drawn, and the CPU backend's schedule shuffled with it where the code runs (the
+ * judge draws it too, to stay in step with the runner's inputs) */
+static void shuffle(struct rng *r)
+{
+    unsigned long long seed = rng_next(r);
+    if (runs())
+        gpu_shuffle_schedule(seed);
+}
+
+/* ==== guard zones, as the judge sees them ========================================================
+ *
+ * dbuf_check_guards reads a buffer's guard zones on the device, which the judge has not got. The
+ * runner reads them (the DBUF_GUARD bytes before the buffer and those after it, gpu.h) and sends
+ * them: once as dbuf_alloc left them, before any code under grading had the buffer, and again at
+ * each check; the judge compares the two (gpu.c keeps its pattern to itself), and says what it
+ * found in dbuf_check_guards' words. */
+struct guards {
+    const void *d;             /* the buffer, where the code runs; NULL in the judge */
+    size_t bytes;
+    const char *name;
+    unsigned char *was, *now;  /* 2 DBUF_GUARD bytes each: the front zone, then the back one */
+};
+
+static void guards_read(const struct guards *g, unsigned char *zones)
+{
+    if (runs()) {
+        to_host(zones, (const unsigned char *)g->d - DBUF_GUARD, DBUF_GUARD);
+        to_host(zones + DBUF_GUARD, (const unsigned char *)g->d + g->bytes, DBUF_GUARD);
+    }
+    exchange_pieces(zones, 2 * (size_t)DBUF_GUARD);
+}
+
+/* d's zones as dbuf_alloc left them: call it before the code under grading has d */
+static void guards_open(struct guards *g, const void *d, size_t bytes, const char *name)
+{
+    g->d = d;
+    g->bytes = bytes;
+    g->name = name;
+    g->was = xmalloc(2 * (size_t)DBUF_GUARD);
+    g->now = xmalloc(2 * (size_t)DBUF_GUARD);
+    guards_read(g, g->was);
+}
+
+/* 0 when both zones hold what they held at guards_open (and in the runner, which checks
+ * nothing), else -1 with a message naming the buffer, the side and the first overwritten byte */
+static int guards_check(struct guards *g, char *msg, size_t len)
+{
+    guards_read(g, g->now);
+    if (!judges())
+        return 0;
+    /* front zone: report the write nearest the buffer, the one an off-by-one makes */
+    for (int i = DBUF_GUARD - 1; i >= 0; i--)
+        if (g->now[i] != g->was[i]) {
+            snprintf(msg, len, "a write before the start of %s: byte %d before element 0 was "
+                               "overwritten", g->name, DBUF_GUARD - i);
+            return -1;
+        }
+    for (int i = 0; i < DBUF_GUARD; i++)
+        if (g->now[DBUF_GUARD + i] != g->was[DBUF_GUARD + i]) {
+            snprintf(msg, len, "a write past the end of %s (%zu bytes): byte %d past its end "
+                               "was overwritten", g->name, g->bytes, i);
+            return -1;
+        }
+    return 0;
+}
+
+static void guards_free(struct guards *g)
+{
+    free(g->was);
+    free(g->now);
+}
+
 /* ==== what is held: the CPU backend's counts =================================================== */
 
 struct census {
     int streams, events, pinned, registered, buffers; /* -1 where nobody can count (a GPU) */
 };
 
+#ifdef HARNESS_EMU
 static struct census census_now(void)
 {
-    struct census c = { -1, -1, -1, -1, -1 };
-#ifdef HARNESS_EMU
+    struct census c;
     c.streams = emu_live_streams();
     c.events = emu_live_events();
     c.pinned = emu_live_pinned(0);
     c.registered = emu_live_pinned(1);
     c.buffers = emu_live_allocations(0);
+    return c;
+}
+#endif
+
+/* The counts where the code runs, as both see them; on a GPU nobody counts, and nothing goes */
+static struct census census_seen(void)
+{
+    struct census c = { -1, -1, -1, -1, -1 };
+#ifdef HARNESS_EMU
+    if (runs())
+        c = census_now();
+    grade_exchange_bytes(&c, sizeof c);
 #endif
     return c;
 }
 
-/* Fails the test when more is held now than at `before`. `what` names the run. */
+/* Fails the test when more is held now than at `before` (census_seen's). `what` names the run. */
 static void check_census(int slot, struct census before, const char *what)
 {
-    struct census now = census_now();
-    if (before.streams < 0)
+#ifdef HARNESS_EMU
+    struct census now = census_seen();
+    if (!judges())
         return;
-    static const char *const NAMES[] = { "stream(s)", "event(s)", "pinned buffer(s) (cudaMallocHost)",
+    static const char *const NAMES[] = { "stream(s)", "event(s)",
+                                         "pinned buffer(s) (cudaMallocHost)",
                                          "registered range(s) (cudaHostRegister)",
                                          "device buffer(s)" };
     int was[] = { before.streams, before.events, before.pinned, before.registered, before.buffers };
@@ -128,15 +309,18 @@ static void check_census(int slot, struct census before, const char *what)
     char msg[512] = "";
     size_t len = 0;
     for (int i = 0; i < 5; i++)
-        if (is[i] > was[i])
-            len += (size_t)snprintf(msg + len, sizeof msg - len, "%s%d %s", len ? ", " : "",
-                                    is[i] - was[i], NAMES[i]);
+        if (is[i] > was[i] && len < sizeof msg) /* counts the runner sent: no overflow either */
+            len += (size_t)snprintf(msg + len, sizeof msg - len, "%s%lld %s", len ? ", " : "",
+                                    (long long)is[i] - was[i], NAMES[i]);
     if (len) {
         grade_hint(slot, "every path out must give back what was taken before it: keep each "
                          "handle NULL until it is made, and on a failure jump to one cleanup "
                          "that destroys and frees whatever is not NULL (chapter 06)");
         ck_abort_msg("%s: still held afterwards: %s", what, msg);
     }
+#else
+    (void)slot, (void)before, (void)what; /* a GPU has no such count */
+#endif
 }
 
 /* ==== the schedule the CPU backend recorded ===================================================== */
@@ -147,10 +331,11 @@ struct sched {
     struct emu_op *op; /* in the order they ran */
 };
 
+/* the bench's: the whole record, in its own process */
 static struct sched sched_take(void)
 {
     struct sched s = { emu_schedule_count(), NULL };
-    if (emu_schedule_dropped() != 0) { /* in a test or in the bench: fail either */
+    if (emu_schedule_dropped() != 0) {
         fprintf(stderr, "grader: the schedule record overflowed\n");
         exit(EXIT_FAILURE);
     }
@@ -160,8 +345,41 @@ static struct sched sched_take(void)
     return s;
 }
 
-static int is_h2d(const struct emu_op *o) { return o->kind == EMU_OP_MEMCPY && !strcmp(o->name, "H2D"); }
-static int is_d2h(const struct emu_op *o) { return o->kind == EMU_OP_MEMCPY && !strcmp(o->name, "D2H"); }
+/* the most operations a concept test reads: its runs make a few hundred */
+#define SEEN_OPS_MAX 8192
+
+/* A test's: the record since the last emu_schedule_reset where the code ran, as the judge sees
+ * it: its count bounded, every operation a plain struct, each name cut to its field */
+static struct sched sched_seen(void)
+{
+    unsigned long long head[2] = { 0, 0 }; /* operations recorded, and those dropped */
+    if (runs()) {
+        head[0] = emu_schedule_count();
+        head[1] = emu_schedule_dropped();
+    }
+    grade_exchange_bytes(head, sizeof head);
+    if (judges() && (head[1] != 0 || head[0] > SEEN_OPS_MAX))
+        ck_abort_msg("the schedule record overflowed: %llu operations kept and %llu dropped, where "
+                     "this test reads at most %d", head[0], head[1], SEEN_OPS_MAX);
+    struct sched s = { head[0] < SEEN_OPS_MAX ? (size_t)head[0] : SEEN_OPS_MAX, NULL };
+    s.op = xmalloc((s.n ? s.n : 1) * sizeof *s.op);
+    memset(s.op, 0, (s.n ? s.n : 1) * sizeof *s.op);
+    for (size_t i = 0; i < s.n && runs(); i++)
+        emu_schedule_get(i, &s.op[i]);
+    grade_exchange_bytes(s.op, s.n * sizeof *s.op);
+    for (size_t i = 0; i < s.n; i++)
+        s.op[i].name[sizeof s.op[i].name - 1] = '\0';
+    return s;
+}
+
+static int is_h2d(const struct emu_op *o)
+{
+    return o->kind == EMU_OP_MEMCPY && !strcmp(o->name, "H2D");
+}
+static int is_d2h(const struct emu_op *o)
+{
+    return o->kind == EMU_OP_MEMCPY && !strcmp(o->name, "D2H");
+}
 static int is_affine(const struct emu_op *o)
 {
     return o->kind == EMU_OP_KERNEL && strstr(o->name, "affine") != NULL;
@@ -208,25 +426,29 @@ static int still_registered(void *h, size_t bytes)
     return 0;
 }
 
-/* open, three copies of fresh bytes (the user rewrites the buffer between them), close */
+/* open, three copies of fresh bytes (the user rewrites the buffer between them), close. The
+ * judge's h holds the same bytes, from the same seed, to compare with; back, what the device
+ * held after each copy, as the runner read it. */
 static void upload_three(int slot, size_t bytes, struct rng *r, const char *what)
 {
     unsigned char *h = xmalloc(bytes), *back = xmalloc(bytes);
-    void *d = dbuf_alloc(bytes, "d_dst");
-    struct census before = census_now();
+    void *d = runs() ? dbuf_alloc(bytes, "d_dst") : NULL;
+    struct guards g;
+    guards_open(&g, d, bytes, "d_dst");
+    struct census before = census_seen();
     struct upload u;
     memset(&u, 0xab, sizeof u);
-    cudaError_t e = upload_open(&u, h, bytes);
-    ck_assert_msg(e == cudaSuccess, "%s, %zu bytes: upload_open returned %s", what, bytes,
-                  err_name(e));
+    cudaError_t e = SEEN(upload_open(&u, h, bytes));
+    JUDGE(e == cudaSuccess, "%s, %zu bytes: upload_open returned %s", what, bytes, err_name(e));
     for (int k = 0; k < 3; k++) {
         fill_bytes(r, h, bytes);
-        dbuf_poison(d);
-        e = upload_copy(&u, d);
-        ck_assert_msg(e == cudaSuccess, "%s, %zu bytes, copy %d: upload_copy returned %s", what,
-                      bytes, k + 1, err_name(e));
-        to_host(back, d, bytes);
-        long long at = first_diff(back, h, bytes);
+        if (runs())
+            dbuf_poison(d);
+        e = SEEN(upload_copy(&u, d));
+        JUDGE(e == cudaSuccess, "%s, %zu bytes, copy %d: upload_copy returned %s", what, bytes,
+              k + 1, err_name(e));
+        device_seen(back, d, bytes);
+        long long at = judges() ? first_diff(back, h, bytes) : -1;
         if (at >= 0) {
             grade_hint(slot, "upload_copy must return with the data on the device: wait for your "
                              "stream; and copy what the buffer holds now (the user rewrites it "
@@ -235,11 +457,12 @@ static void upload_three(int slot, size_t bytes, struct rng *r, const char *what
                          what, bytes, k + 1, at, back[at], h[at]);
         }
         char msg[256];
-        ck_assert_msg(dbuf_check_guards(d, msg, sizeof msg) == 0, "%s: %s", what, msg);
+        int bad = guards_check(&g, msg, sizeof msg);
+        JUDGE(bad == 0, "%s: %s", what, msg);
     }
-    e = upload_close(&u);
-    ck_assert_msg(e == cudaSuccess, "%s: upload_close returned %s", what, err_name(e));
-    if (still_registered(h, bytes)) {
+    e = SEEN(upload_close(&u));
+    JUDGE(e == cudaSuccess, "%s: upload_close returned %s", what, err_name(e));
+    if (int_seen(runs() ? still_registered(h, bytes) : 0) && judges()) {
         grade_hint(slot, "upload_close must cudaHostUnregister what upload_open registered: a "
                          "registered range stays locked in RAM until then, and registering it "
                          "again fails");
@@ -247,7 +470,9 @@ static void upload_three(int slot, size_t bytes, struct rng *r, const char *what
                      what, bytes);
     }
     check_census(slot, before, what);
-    dbuf_free(d);
+    if (runs())
+        dbuf_free(d);
+    guards_free(&g);
     free(h);
     free(back);
 }
@@ -258,85 +483,83 @@ START_TEST(step1_correct)
     size_t bytes = STEP1_SIZES[_i] ? STEP1_SIZES[_i] : big_bytes();
     if (grade_quick_skip(slot, (double)bytes, "bytes"))
         return;
+    grade_split(); /* upload_* in a runner, the checks here */
     struct rng r = grade_rng(slot);
     upload_three(slot, bytes, &r, "upload");
-    gpu_shuffle_schedule(rng_next(&r));
+    shuffle(&r);
     upload_three(slot, bytes, &r, "upload, second run");
     grade_note(slot, "%zu bytes, three copies each run, bit-exact, nothing held after", bytes);
+    grade_split_end();
 }
 END_TEST
 
 START_TEST(step1_errors)
 {
     int slot = grade_slot();
+    grade_split(); /* upload_* in a runner, the checks here */
     struct rng r = grade_rng(slot);
     size_t bytes = 4099;
     unsigned char *h = xmalloc(bytes);
     fill_bytes(&r, h, bytes);
-    struct census before = census_now();
+    struct census before = census_seen();
     struct upload u;
-    cudaError_t e1 = upload_open(&u, h, 0), e2 = upload_open(&u, NULL, bytes);
-    ck_assert_msg(e1 == cudaErrorInvalidValue && e2 == cudaErrorInvalidValue,
-                  "upload_open of 0 bytes returned %s, of a NULL buffer %s: want "
-                  "cudaErrorInvalidValue for both", err_name(e1), err_name(e2));
+    cudaError_t e1 = SEEN(upload_open(&u, h, 0)), e2 = SEEN(upload_open(&u, NULL, bytes));
+    JUDGE(e1 == cudaErrorInvalidValue && e2 == cudaErrorInvalidValue,
+          "upload_open of 0 bytes returned %s, of a NULL buffer %s: want "
+          "cudaErrorInvalidValue for both", err_name(e1), err_name(e2));
     check_census(slot, before, "upload_open refusing bad arguments");
 
     /* someone else (the grader) registered the buffer first: the runtime refuses a second
      * registration of the same pages */
-    CUDA_CHECK(cudaHostRegister(h, bytes, cudaHostRegisterDefault));
-    void *d = dbuf_alloc(bytes, "d_dst");
-    before = census_now();
-    cudaError_t e = upload_open(&u, h, bytes);
+    void *d = NULL;
+    if (runs()) {
+        CUDA_CHECK(cudaHostRegister(h, bytes, cudaHostRegisterDefault));
+        d = dbuf_alloc(bytes, "d_dst");
+    }
+    before = census_seen();
+    cudaError_t e = SEEN(upload_open(&u, h, bytes));
     char how[64];
     if (e != cudaSuccess) {
-        (void)cudaGetLastError();
+        if (runs())
+            (void)cudaGetLastError();
         check_census(slot, before, "upload_open failing on a buffer registered by someone else");
         snprintf(how, sizeof how, "returned %s", err_name(e));
     } else {
-        e = upload_copy(&u, d);
-        ck_assert_msg(e == cudaSuccess, "upload_copy returned %s", err_name(e));
+        e = SEEN(upload_copy(&u, d));
+        JUDGE(e == cudaSuccess, "upload_copy returned %s", err_name(e));
         unsigned char *back = xmalloc(bytes);
-        to_host(back, d, bytes);
-        ck_assert_msg(first_diff(back, h, bytes) < 0, "upload_copy of an already registered "
-                      "buffer: the device holds other bytes");
-        e = upload_close(&u);
-        ck_assert_msg(e == cudaSuccess, "upload_close returned %s", err_name(e));
+        device_seen(back, d, bytes);
+        JUDGE(first_diff(back, h, bytes) < 0, "upload_copy of an already registered "
+              "buffer: the device holds other bytes");
+        e = SEEN(upload_close(&u));
+        JUDGE(e == cudaSuccess, "upload_close returned %s", err_name(e));
         check_census(slot, before, "open, copy and close of a buffer registered by someone else");
         free(back);
         snprintf(how, sizeof how, "succeeded");
     }
-    cudaError_t un = cudaHostUnregister(h);
-    if (un != cudaSuccess) {
+    cudaError_t un = SEEN(cudaHostUnregister(h));
+    if (un != cudaSuccess && judges()) {
         grade_hint(slot, "unregister only what you registered: when your cudaHostRegister "
                          "failed, the range belongs to whoever registered it");
         ck_abort_msg("the grader's own registration of the buffer was undone by upload_open or "
                      "upload_close (cudaHostUnregister returned %s)", err_name(un));
     }
-    dbuf_free(d);
+    if (runs())
+        dbuf_free(d);
     free(h);
     grade_note(slot, "bad arguments refused; on a buffer registered by someone else upload_open "
                      "%s, holding nothing of its own", how);
+    grade_split_end();
 }
 END_TEST
 
-START_TEST(step1_concept)
-{
 #ifdef HARNESS_EMU
-    int slot = grade_slot();
-    struct rng r = grade_rng(slot);
-    size_t bytes = CPU_BIG_BYTES;
-    unsigned char *h = xmalloc(bytes);
-    void *d = dbuf_alloc(bytes, "d_dst");
-    fill_bytes(&r, h, bytes);
-    struct upload u;
-    CUDA_CHECK(upload_open(&u, h, bytes));
-    emu_schedule_reset();
-    CUDA_CHECK(upload_copy(&u, d));
-    struct sched s = sched_take();
-    CUDA_CHECK(upload_close(&u));
+/* step 1's schedule, judged: every copy up pinned, on a stream of its own, all the bytes */
+static void judge_upload_schedule(int slot, const struct sched *s, size_t bytes)
+{
     size_t up = 0, n_up = 0;
-    for (size_t i = 0; i < s.n; i++) {
-        const struct emu_op *o = &s.op[i];
+    for (size_t i = 0; i < s->n; i++) {
+        const struct emu_op *o = &s->op[i];
         if (!is_h2d(o))
             continue;
         up += o->bytes;
@@ -362,43 +585,97 @@ START_TEST(step1_concept)
                   up, n_up, bytes);
     grade_note(slot, "%zu copy(ies) up, %zu bytes, pinned, on a stream of its own", n_up, up);
     grade_summary("pinned copies on a stream of its own");
+}
+#endif
+
+START_TEST(step1_concept)
+{
+#ifdef HARNESS_EMU
+    int slot = grade_slot();
+    grade_split(); /* upload_* in a runner, its schedule judged here */
+    struct rng r = grade_rng(slot);
+    size_t bytes = CPU_BIG_BYTES;
+    unsigned char *h = xmalloc(bytes);
+    void *d = runs() ? dbuf_alloc(bytes, "d_dst") : NULL;
+    fill_bytes(&r, h, bytes);
+    struct upload u;
+    SEEN_CHECK(upload_open(&u, h, bytes));
+    if (runs())
+        emu_schedule_reset();
+    SEEN_CHECK(upload_copy(&u, d));
+    struct sched s = sched_seen();
+    SEEN_CHECK(upload_close(&u));
+    if (judges())
+        judge_upload_schedule(slot, &s, bytes);
     free(s.op);
-    dbuf_free(d);
+    if (runs())
+        dbuf_free(d);
     free(h);
+    grade_split_end();
 #endif
 }
 END_TEST
 
+/* what a speed run of step 1 returned and took, sent whole: the warm-ups, then each rep */
+struct upload_times {
+    cudaError_t open, warm_pageable, warm_copy, pageable[SPEED_REPS], copy[SPEED_REPS];
+    double tp[SPEED_REPS], ty[SPEED_REPS];
+};
+
 START_TEST(step1_speed)
 {
     int slot = grade_slot();
+    grade_split(); /* upload_* run and timed in a runner, judged here */
     size_t bytes = BIG_BYTES;
     struct rng r = grade_rng(slot);
-    /* two buffers of the same bytes: upload_open may pin its own, the baseline's stays pageable */
-    unsigned char *h = xmalloc(bytes), *h_page = xmalloc(bytes);
+    /* two buffers of the same bytes: upload_open may pin its own, the baseline's stays pageable
+     * (the judge needs only the one it compares with) */
+    unsigned char *h = xmalloc(bytes), *h_page = NULL;
     fill_bytes(&r, h, bytes);
-    memcpy(h_page, h, bytes);
-    void *d = dbuf_alloc(bytes, "d_dst");
+    void *d = NULL;
     struct upload u;
-    CUDA_CHECK(upload_open(&u, h, bytes));
-    CUDA_CHECK(upload_pageable(d, h_page, bytes)); /* warm-up of each */
-    CUDA_CHECK(upload_copy(&u, d));
-    double tp[SPEED_REPS], ty[SPEED_REPS];
-    for (int i = 0; i < SPEED_REPS; i++) {
-        double t0 = now_ms();
-        CUDA_CHECK(upload_pageable(d, h_page, bytes));
-        double t1 = now_ms();
-        CUDA_CHECK(upload_copy(&u, d));
-        double t2 = now_ms();
-        tp[i] = t1 - t0;
-        ty[i] = t2 - t1;
+    struct upload_times t;
+    memset(&t, 0, sizeof t);
+    if (runs()) {
+        h_page = xmalloc(bytes);
+        memcpy(h_page, h, bytes);
+        d = dbuf_alloc(bytes, "d_dst");
+        /* the first code that fails stops the run; the judge fails the test on it */
+        int ok = (t.open = upload_open(&u, h, bytes)) == cudaSuccess &&
+                 (t.warm_pageable = upload_pageable(d, h_page, bytes)) == cudaSuccess &&
+                 (t.warm_copy = upload_copy(&u, d)) == cudaSuccess; /* warm-up of each */
+        for (int i = 0; ok && i < SPEED_REPS; i++) {
+            double t0 = now_ms();
+            ok = (t.pageable[i] = upload_pageable(d, h_page, bytes)) == cudaSuccess;
+            double t1 = now_ms();
+            ok = ok && (t.copy[i] = upload_copy(&u, d)) == cudaSuccess;
+            double t2 = now_ms();
+            t.tp[i] = t1 - t0;
+            t.ty[i] = t2 - t1;
+        }
     }
+    grade_exchange_bytes(&t, sizeof t);
+    CODE_CHECK(t.open, "upload_open(&u, h, bytes)");
+    CODE_CHECK(t.warm_pageable, "upload_pageable(d, h_page, bytes)");
+    CODE_CHECK(t.warm_copy, "upload_copy(&u, d)");
+    for (int i = 0; i < SPEED_REPS; i++) {
+        CODE_CHECK(t.pageable[i], "upload_pageable(d, h_page, bytes)");
+        CODE_CHECK(t.copy[i], "upload_copy(&u, d)");
+    }
+    times_check(t.tp, SPEED_REPS);
+    times_check(t.ty, SPEED_REPS);
     unsigned char *back = xmalloc(bytes);
-    to_host(back, d, bytes);
-    ck_assert_msg(first_diff(back, h, bytes) < 0, "after the timed runs the device holds other "
-                  "bytes than the buffer");
-    CUDA_CHECK(upload_close(&u));
-    double mp = median(tp, SPEED_REPS), my = median(ty, SPEED_REPS), ratio = mp / my;
+    device_seen(back, d, bytes);
+    JUDGE(first_diff(back, h, bytes) < 0, "after the timed runs the device holds other "
+          "bytes than the buffer");
+    SEEN_CHECK(upload_close(&u));
+    free(back);
+    if (runs())
+        dbuf_free(d);
+    free(h);
+    free(h_page);
+    grade_split_end();
+    double mp = median(t.tp, SPEED_REPS), my = median(t.ty, SPEED_REPS), ratio = mp / my;
     double gp = bytes / (mp * 1e6), gy = bytes / (my * 1e6);
     grade_note(slot, "256 MiB up: yours %.2f ms (%.1f GB/s), pageable %.2f ms (%.1f GB/s): %.2fx "
                      "(needs %.0fx)", my, gy, mp, gp, ratio, STEP1_NEEDS);
@@ -406,10 +683,6 @@ START_TEST(step1_speed)
     grade_hint(slot, "a copy from pinned pages is one DMA at the link's speed; from pageable "
                      "pages it is a CPU copy into a bounce buffer and a DMA, chunk after chunk. "
                      "Register once in upload_open, not in every upload_copy");
-    free(back);
-    dbuf_free(d);
-    free(h);
-    free(h_page);
     ck_assert_msg(ratio >= STEP1_NEEDS, "%.2fx upload_pageable, needs %.0fx", ratio, STEP1_NEEDS);
 }
 END_TEST
@@ -468,6 +741,22 @@ static void pipe_init_pinned(struct pipe_problem *q, size_t n)
     q->pinned = 1;
 }
 
+/* A test's buffers: pinned where the code runs when the case says so; the judge's are always
+ * malloc's (it runs no CUDA), its h_out filled with what the runner's held (pipe_out_seen) */
+static void pipe_init_seen(struct pipe_problem *q, size_t n, int pinned)
+{
+    if (pinned && runs())
+        pipe_init_pinned(q, n);
+    else
+        pipe_init(q, n);
+}
+
+/* the caller's h_out as the code left it, as the judge sees it */
+static void pipe_out_seen(struct pipe_problem *q)
+{
+    exchange_pieces(q->h_out, q->n * sizeof(int));
+}
+
 static void pipe_free(struct pipe_problem *q)
 {
     if (q->pinned) {
@@ -510,100 +799,104 @@ START_TEST(step2_correct)
     struct pipe_case c = pipe_case_here(_i);
     if (grade_quick_skip(slot, (double)c.n, "ints"))
         return;
+    grade_split(); /* pipeline_* in a runner, the checks here */
     struct rng r = grade_rng(slot);
     struct pipe_problem q;
-    if (c.pinned)
-        pipe_init_pinned(&q, c.n);
-    else
-        pipe_init(&q, c.n);
-    struct census before = census_now();
+    pipe_init_seen(&q, c.n, c.pinned);
+    struct census before = census_seen();
     struct pipeline p;
-    cudaError_t e = pipeline_create(&p, c.chunk, c.k);
-    ck_assert_msg(e == cudaSuccess, "pipeline_create(chunk %zu, K %d) returned %s", c.chunk, c.k,
-                  err_name(e));
+    cudaError_t e = SEEN(pipeline_create(&p, c.chunk, c.k));
+    JUDGE(e == cudaSuccess, "pipeline_create(chunk %zu, K %d) returned %s", c.chunk, c.k,
+          err_name(e));
     for (int round = 0; round < 2; round++) {
         if (round == 1)
-            gpu_shuffle_schedule(rng_next(&r));
+            shuffle(&r);
         pipe_fill(&q, &r);
-        e = pipeline_run(&p, q.h_in, q.h_out, c.n, NULL);
-        ck_assert_msg(e == cudaSuccess, "n %zu, chunk %zu, K %d: pipeline_run returned %s", c.n,
-                      c.chunk, c.k, err_name(e));
+        e = SEEN(pipeline_run(&p, q.h_in, q.h_out, c.n, NULL));
+        JUDGE(e == cudaSuccess, "n %zu, chunk %zu, K %d: pipeline_run returned %s", c.n,
+              c.chunk, c.k, err_name(e));
+        pipe_out_seen(&q);
         char msg[256];
-        if (pipe_check(&q, c.chunk, msg, sizeof msg) != 0) {
+        if (judges() && pipe_check(&q, c.chunk, msg, sizeof msg) != 0) {
             pipe_hint_wrong(slot);
             ck_abort_msg("n %zu, chunk %zu, K %d%s: %s", c.n, c.chunk, c.k,
                          round ? ", second run, shuffled streams" : "", msg);
         }
     }
-    e = pipeline_destroy(&p);
-    ck_assert_msg(e == cudaSuccess, "pipeline_destroy returned %s", err_name(e));
+    e = SEEN(pipeline_destroy(&p));
+    JUDGE(e == cudaSuccess, "pipeline_destroy returned %s", err_name(e));
     check_census(slot, before, "create, two runs, destroy");
     pipe_free(&q);
     grade_note(slot, "bit-exact twice, nothing held after destroy");
+    grade_split_end();
 }
 END_TEST
 
 START_TEST(step2_errors)
 {
     int slot = grade_slot();
+    grade_split(); /* pipeline_* in a runner, the checks here */
     struct rng r = grade_rng(slot);
-    struct census before = census_now();
+    struct census before = census_seen();
     struct pipeline p;
-    cudaError_t e1 = pipeline_create(&p, 0, 2), e2 = pipeline_create(&p, 100, 0),
-                e3 = pipeline_create(&p, 100, PIPE_MAX_STREAMS + 1);
-    ck_assert_msg(e1 == cudaErrorInvalidValue && e2 == cudaErrorInvalidValue &&
-                  e3 == cudaErrorInvalidValue, "pipeline_create with chunk 0, K 0 and K %d "
-                  "returned %s, %s, %s: want cudaErrorInvalidValue", PIPE_MAX_STREAMS + 1,
-                  err_name(e1), err_name(e2), err_name(e3));
+    cudaError_t e1 = SEEN(pipeline_create(&p, 0, 2)), e2 = SEEN(pipeline_create(&p, 100, 0)),
+                e3 = SEEN(pipeline_create(&p, 100, PIPE_MAX_STREAMS + 1));
+    JUDGE(e1 == cudaErrorInvalidValue && e2 == cudaErrorInvalidValue &&
+          e3 == cudaErrorInvalidValue, "pipeline_create with chunk 0, K 0 and K %d "
+          "returned %s, %s, %s: want cudaErrorInvalidValue", PIPE_MAX_STREAMS + 1,
+          err_name(e1), err_name(e2), err_name(e3));
     check_census(slot, before, "pipeline_create refusing bad arguments");
 
     /* an allocation that cannot succeed: 2^60 bytes a staging buffer */
-    cudaError_t e = pipeline_create(&p, (size_t)1 << 58, 3);
-    ck_assert_msg(e != cudaSuccess, "pipeline_create with chunks of 2^58 ints (2^60 bytes) "
-                  "succeeded");
-    (void)cudaGetLastError();
+    cudaError_t e = SEEN(pipeline_create(&p, (size_t)1 << 58, 3));
+    JUDGE(e != cudaSuccess, "pipeline_create with chunks of 2^58 ints (2^60 bytes) "
+          "succeeded");
+    if (runs())
+        (void)cudaGetLastError();
     check_census(slot, before, "pipeline_create failing to allocate (chunks of 2^60 bytes)");
 
     struct pipe_problem q;
     pipe_init(&q, 100003);
-    CUDA_CHECK(pipeline_create(&p, 4099, 3)); /* 25 chunks */
-    e = pipeline_run(&p, q.h_in, q.h_out, 0, NULL);
-    ck_assert_msg(e == cudaErrorInvalidValue, "pipeline_run of n 0 returned %s, want "
-                  "cudaErrorInvalidValue", err_name(e));
+    SEEN_CHECK(pipeline_create(&p, 4099, 3)); /* 25 chunks */
+    e = SEEN(pipeline_run(&p, q.h_in, q.h_out, 0, NULL));
+    JUDGE(e == cudaErrorInvalidValue, "pipeline_run of n 0 returned %s, want "
+          "cudaErrorInvalidValue", err_name(e));
     static const long long FAIL_AT[] = { 0, 11, 24 };
     for (int f = 0; f < 3; f++) {
         pipe_fill(&q, &r);
         struct pipe_test t = { FAIL_AT[f], NULL, NULL };
-        e = pipeline_run(&p, q.h_in, q.h_out, q.n, &t);
-        if (e == cudaSuccess) {
+        e = SEEN(pipeline_run(&p, q.h_in, q.h_out, q.n, &t));
+        if (e == cudaSuccess && judges()) {
             grade_hint(slot, "a launch returns nothing: only cudaGetLastError right after it "
                              "says it was refused");
             ck_abort_msg("the launch of chunk %lld was refused, and pipeline_run returned "
                          "cudaSuccess", FAIL_AT[f]);
         }
-        cudaError_t left = cudaGetLastError();
-        ck_assert_msg(left == cudaSuccess, "pipeline_run returned %s for the refused launch of "
-                      "chunk %lld, and the last-error slot still holds %s: read it with "
-                      "cudaGetLastError, which clears it", err_name(e), FAIL_AT[f], err_name(left));
+        cudaError_t left = SEEN(cudaGetLastError());
+        JUDGE(left == cudaSuccess, "pipeline_run returned %s for the refused launch of "
+              "chunk %lld, and the last-error slot still holds %s: read it with "
+              "cudaGetLastError, which clears it", err_name(e), FAIL_AT[f], err_name(left));
         /* the same pipeline, no fault: right again */
         pipe_fill(&q, &r);
-        e = pipeline_run(&p, q.h_in, q.h_out, q.n, NULL);
-        ck_assert_msg(e == cudaSuccess, "after the refused launch of chunk %lld, a run with no "
-                      "fault returned %s", FAIL_AT[f], err_name(e));
+        e = SEEN(pipeline_run(&p, q.h_in, q.h_out, q.n, NULL));
+        JUDGE(e == cudaSuccess, "after the refused launch of chunk %lld, a run with no "
+              "fault returned %s", FAIL_AT[f], err_name(e));
+        pipe_out_seen(&q);
         char msg[256];
-        if (pipe_check(&q, 4099, msg, sizeof msg) != 0) {
+        if (judges() && pipe_check(&q, 4099, msg, sizeof msg) != 0) {
             grade_hint(slot, "on a failure, wait for your streams before returning, and leave "
                              "no chunk marked as waiting: the next run starts clean");
             ck_abort_msg("after the refused launch of chunk %lld, the next run: %s", FAIL_AT[f],
                          msg);
         }
     }
-    e = pipeline_destroy(&p);
-    ck_assert_msg(e == cudaSuccess, "pipeline_destroy returned %s", err_name(e));
+    e = SEEN(pipeline_destroy(&p));
+    JUDGE(e == cudaSuccess, "pipeline_destroy returned %s", err_name(e));
     check_census(slot, before, "three refused launches, three good runs, destroy");
     pipe_free(&q);
     grade_note(slot, "bad arguments and an impossible allocation refused holding nothing; each "
                      "refused launch returned, cleared and followed by a right run");
+    grade_split_end();
 }
 END_TEST
 
@@ -618,36 +911,17 @@ static void watch_launch(void *ctx, long long chunk)
     if (chunk >= 0 && chunk < w->n)
         w->ran[chunk] = emu_schedule_count();
 }
-#endif
 
-START_TEST(step2_concept)
+/* step 2's schedule, judged: K streams of the program's own, pinned copies, and each chunk
+ * launched before anything of the chunk before it had run */
+static void judge_pipeline_schedule(int slot, const struct sched *s, const struct launch_watch *w,
+                                    size_t n, size_t chunk, int k)
 {
-#ifdef HARNESS_EMU
-    int slot = grade_slot();
-    struct rng r = grade_rng(slot);
-    const size_t n = 100003, chunk = 4099;
-    const int k = 3;
-    const long long nchunks = (long long)((n + chunk - 1) / chunk); /* 25 */
-    struct pipe_problem q;
-    pipe_init(&q, n);
-    pipe_fill(&q, &r);
-    struct pipeline p;
-    CUDA_CHECK(pipeline_create(&p, chunk, k));
-    struct launch_watch w = { xmalloc((size_t)nchunks * sizeof(size_t)), nchunks };
-    for (long long c = 0; c < nchunks; c++)
-        w.ran[c] = (size_t)-1;
-    struct pipe_test t = { -1, watch_launch, &w };
-    emu_schedule_reset();
-    CUDA_CHECK(pipeline_run(&p, q.h_in, q.h_out, n, &t));
-    struct sched s = sched_take();
-    CUDA_CHECK(pipeline_destroy(&p));
-    char msg[256];
-    ck_assert_msg(pipe_check(&q, chunk, msg, sizeof msg) == 0, "%s", msg);
-
+    const long long nchunks = w->n;
     /* every copy pinned and on a stream of the program's own */
     int streams[64], nstreams = 0;
-    for (size_t i = 0; i < s.n; i++) {
-        const struct emu_op *o = &s.op[i];
+    for (size_t i = 0; i < s->n; i++) {
+        const struct emu_op *o = &s->op[i];
         if (o->kind == EMU_OP_EVENT_RECORD || o->kind == EMU_OP_EVENT_WAIT)
             continue;
         if (o->stream == 0) {
@@ -675,10 +949,11 @@ START_TEST(step2_concept)
         grade_hint(slot, "chunk c goes to slot c %% K, and each slot has a stream of its own");
         ck_abort_msg("with K = %d, the copies and kernels ran on %d stream(s)", k, nstreams);
     }
-    size_t *up = xmalloc(s.n * sizeof *up), *ker = xmalloc(s.n * sizeof *ker),
-           *down = xmalloc(s.n * sizeof *down);
-    size_t nu = by_issue(&s, is_h2d, up), nk = by_issue(&s, is_affine, ker),
-           nd = by_issue(&s, is_d2h, down);
+    size_t *up = xmalloc((s->n ? s->n : 1) * sizeof *up),
+           *ker = xmalloc((s->n ? s->n : 1) * sizeof *ker),
+           *down = xmalloc((s->n ? s->n : 1) * sizeof *down);
+    size_t nu = by_issue(s, is_h2d, up), nk = by_issue(s, is_affine, ker),
+           nd = by_issue(s, is_d2h, down);
     ck_assert_msg(nu == (size_t)nchunks && nk == (size_t)nchunks && nd == (size_t)nchunks,
                   "n %zu in chunks of %zu is %lld chunks: want one copy up, one kernel and one "
                   "copy down each; the schedule has %zu, %zu and %zu", n, chunk, nchunks, nu, nk,
@@ -690,7 +965,7 @@ START_TEST(step2_concept)
      * copy up, kernel or copy down, or for the whole device. On a GPU either wait leaves the
      * copy engines idle while the host stages the next chunk. */
     for (long long d = 1; d < nchunks; d++) {
-        size_t at = w.ran[d];
+        size_t at = w->ran[d];
         ck_assert_msg(at != (size_t)-1, "chunk %lld was never launched through affine_chunk", d);
         const char *what = up[d - 1] < at ? "copy up" : ker[d - 1] < at ? "kernel"
                          : down[d - 1] < at ? "copy down" : NULL;
@@ -707,8 +982,42 @@ START_TEST(step2_concept)
     grade_note(slot, "%lld chunks over %d streams, pinned, none on the legacy stream; each "
                      "launched while the chunk before it was still in flight", nchunks, k);
     grade_summary("%lld chunks in flight over %d streams", nchunks, k);
-    free(up), free(ker), free(down), free(w.ran), free(s.op);
+    free(up), free(ker), free(down);
+}
+#endif
+
+START_TEST(step2_concept)
+{
+#ifdef HARNESS_EMU
+    int slot = grade_slot();
+    grade_split(); /* pipeline_* in a runner, its schedule judged here */
+    struct rng r = grade_rng(slot);
+    const size_t n = 100003, chunk = 4099;
+    const int k = 3;
+    const long long nchunks = (long long)((n + chunk - 1) / chunk); /* 25 */
+    struct pipe_problem q;
+    pipe_init(&q, n);
+    pipe_fill(&q, &r);
+    struct pipeline p;
+    SEEN_CHECK(pipeline_create(&p, chunk, k));
+    struct launch_watch w = { xmalloc((size_t)nchunks * sizeof(size_t)), nchunks };
+    for (long long c = 0; c < nchunks; c++)
+        w.ran[c] = (size_t)-1;
+    struct pipe_test t = { -1, watch_launch, &w };
+    if (runs())
+        emu_schedule_reset();
+    SEEN_CHECK(pipeline_run(&p, q.h_in, q.h_out, n, &t));
+    struct sched s = sched_seen();
+    exchange_pieces(w.ran, (size_t)nchunks * sizeof *w.ran);
+    SEEN_CHECK(pipeline_destroy(&p));
+    pipe_out_seen(&q);
+    char msg[256];
+    JUDGE(pipe_check(&q, chunk, msg, sizeof msg) == 0, "%s", msg);
+    if (judges())
+        judge_pipeline_schedule(slot, &s, &w, n, chunk, k);
+    free(w.ran), free(s.op);
     pipe_free(&q);
+    grade_split_end();
 #endif
 }
 END_TEST
@@ -787,6 +1096,19 @@ static struct floor_parts measure_floor(const struct pipe_problem *q, size_t chu
     return f;
 }
 
+/* The floor as the judge sees it: measured where the code runs (the grader's own copies and
+ * kernels, but on the device, which the judge does not touch), and sent */
+static struct floor_parts floor_seen(const struct pipe_problem *q, size_t chunk, int k)
+{
+    struct floor_parts f = { 0, 0, 0, 0, 0 };
+    if (runs())
+        f = measure_floor(q, chunk, k);
+    grade_exchange_bytes(&f, sizeof f);
+    const double parts[] = { f.host, f.link, f.h2d, f.d2h, f.kernel };
+    times_check(parts, 5);
+    return f;
+}
+
 static double floor_of(const struct floor_parts *f)
 {
     double m = f->host;
@@ -794,20 +1116,36 @@ static double floor_of(const struct floor_parts *f)
     return f->kernel > m ? f->kernel : m;
 }
 
+/* what the timed runs of step 2 returned and took: the warm-up, then each rep */
+struct pipe_times {
+    cudaError_t warm, run[SPEED_REPS];
+    double t[SPEED_REPS];
+};
+
 /* the pipeline's run, median of SPEED_REPS after a warm-up, its result checked */
 static double time_pipeline(struct pipeline *p, struct pipe_problem *q, size_t chunk)
 {
-    double t[SPEED_REPS];
-    CUDA_CHECK(pipeline_run(p, q->h_in, q->h_out, q->n, NULL));
-    for (int i = 0; i < SPEED_REPS; i++) {
-        memset(q->h_out, 0xff, q->n * sizeof(int));
-        double t0 = now_ms();
-        CUDA_CHECK(pipeline_run(p, q->h_in, q->h_out, q->n, NULL));
-        t[i] = now_ms() - t0;
+    struct pipe_times pt;
+    memset(&pt, 0, sizeof pt);
+    if (runs()) {
+        /* the first code that fails stops the runs; the judge fails the test on it */
+        int ok = (pt.warm = pipeline_run(p, q->h_in, q->h_out, q->n, NULL)) == cudaSuccess;
+        for (int i = 0; ok && i < SPEED_REPS; i++) {
+            memset(q->h_out, 0xff, q->n * sizeof(int));
+            double t0 = now_ms();
+            ok = (pt.run[i] = pipeline_run(p, q->h_in, q->h_out, q->n, NULL)) == cudaSuccess;
+            pt.t[i] = now_ms() - t0;
+        }
     }
+    grade_exchange_bytes(&pt, sizeof pt);
+    CODE_CHECK(pt.warm, "pipeline_run(p, q->h_in, q->h_out, q->n, NULL)");
+    for (int i = 0; i < SPEED_REPS; i++)
+        CODE_CHECK(pt.run[i], "pipeline_run(p, q->h_in, q->h_out, q->n, NULL)");
+    times_check(pt.t, SPEED_REPS);
+    pipe_out_seen(q);
     char msg[256];
-    ck_assert_msg(pipe_check(q, chunk, msg, sizeof msg) == 0, "after the timed runs: %s", msg);
-    return median(t, SPEED_REPS);
+    JUDGE(pipe_check(q, chunk, msg, sizeof msg) == 0, "after the timed runs: %s", msg);
+    return median(pt.t, SPEED_REPS);
 }
 
 #define SPEED_N (BIG_BYTES / sizeof(int))
@@ -817,36 +1155,40 @@ static double time_pipeline(struct pipeline *p, struct pipe_problem *q, size_t c
 START_TEST(step2_speed)
 {
     int slot = grade_slot();
+    grade_split(); /* pipeline_* run and timed in a runner, judged here */
     struct rng r = grade_rng(slot);
     /* the caller's buffers pinned, as step 1 teaches: the pipeline copies them directly, and
      * the floor is the link (both ways at once) or the kernel, not the host's staging */
     struct pipe_problem q;
-    pipe_init_pinned(&q, SPEED_N);
+    pipe_init_seen(&q, SPEED_N, 1);
     pipe_fill(&q, &r);
     struct pipeline p;
-    CUDA_CHECK(pipeline_create(&p, SPEED_CHUNK, SPEED_K));
+    SEEN_CHECK(pipeline_create(&p, SPEED_CHUNK, SPEED_K));
     double ms = time_pipeline(&p, &q, SPEED_CHUNK);
-    CUDA_CHECK(pipeline_destroy(&p));
-    struct floor_parts f = measure_floor(&q, SPEED_CHUNK, SPEED_K);
+    SEEN_CHECK(pipeline_destroy(&p));
+    struct floor_parts f = floor_seen(&q, SPEED_CHUNK, SPEED_K);
+    pipe_free(&q);
+    grade_split_end();
     double fl = floor_of(&f), ratio = ms / fl;
     /* Where one resource dominates (the host's staging, when the user's memory is pageable), a
      * loop that overlaps nothing can come near the floor too. So also: of the time that overlap
      * can hide (the four parts one after the other, less the floor), how much this run hid. */
     double serial = f.host + f.h2d + f.kernel + f.d2h, hideable = serial - fl;
     double hidden = hideable > 0 ? (serial - ms) / hideable : 1.0;
-    const char *busiest = fl == f.link ? "the link" : fl == f.kernel ? "the kernel" : "the host's copies";
-    grade_note(slot, "256 MiB pinned, 8 MiB chunks, K %d: %.2f ms; floor %.2f ms (%s): host staging "
-                     "%.2f, link both ways %.2f (up %.2f, down %.2f), kernel %.2f: %.3fx (at most "
-                     "%.2fx); %.0f%% of the %.2f ms that overlap can hide was hidden (at least "
-                     "%.0f%%)", SPEED_K, ms, fl, busiest, f.host, f.link, f.h2d, f.d2h, f.kernel,
-               ratio, STEP2_NEEDS, 100 * hidden, hideable, 100 * STEP2_HIDDEN);
+    const char *busiest = fl == f.link ? "the link"
+                        : fl == f.kernel ? "the kernel" : "the host's copies";
+    grade_note(slot, "256 MiB pinned, 8 MiB chunks, K %d: %.2f ms; floor %.2f ms (%s): host "
+                     "staging %.2f, link both ways %.2f (up %.2f, down %.2f), kernel %.2f: "
+                     "%.3fx (at most %.2fx); %.0f%% of the %.2f ms that overlap can hide was "
+                     "hidden (at least %.0f%%)", SPEED_K, ms, fl, busiest, f.host, f.link,
+               f.h2d, f.d2h, f.kernel, ratio, STEP2_NEEDS, 100 * hidden, hideable,
+               100 * STEP2_HIDDEN);
     grade_summary("%.3fx its floor, %s (at most %.2fx), %.0f%% hidden (at least %.0f%%)", ratio,
                   busiest, STEP2_NEEDS, 100 * hidden, 100 * STEP2_HIDDEN);
     grade_hint(slot, "the caller's buffers are pinned here: copy them directly (staging would add "
                    "two host copies of every byte), and keep the link busy both ways: chunk c + 1 "
                    "goes up while chunk c comes down; a wait for the device, or for the chunk "
                    "just issued, makes them take turns");
-    pipe_free(&q);
     ck_assert_msg(ratio <= STEP2_NEEDS, "%.2f ms against a floor of %.2f ms: %.3fx, at most %.2fx",
                   ms, fl, ratio, STEP2_NEEDS);
     ck_assert_msg(hidden >= STEP2_HIDDEN, "%.2f ms against %.2f ms for the parts one after the "
@@ -874,10 +1216,15 @@ static struct duplex_case duplex_here(int i)
     return c;
 }
 
+/* Where the code runs, h_up and h_down are pinned and d_up and d_down are guarded device
+ * buffers; the judge has none of them but an h_up of its own (malloc's), the same bytes from the
+ * same seed. got_down is h_down as read the moment exchange returned, back d_up's bytes: read
+ * where the code ran, sent to the judge. */
 struct duplex {
     size_t up, down;
-    unsigned char *h_up, *h_down, *want_down, *back;
+    unsigned char *h_up, *h_down, *want_down, *got_down, *back;
     void *d_up, *d_down;
+    struct guards g_up;        /* d_up's guard zones */
 };
 
 static void duplex_init(struct duplex *x, struct duplex_case c)
@@ -885,12 +1232,20 @@ static void duplex_init(struct duplex *x, struct duplex_case c)
     x->up = c.up;
     x->down = c.down;
     size_t u = c.up ? c.up : 1, d = c.down ? c.down : 1;
-    CUDA_CHECK(cudaMallocHost((void **)&x->h_up, u));
-    CUDA_CHECK(cudaMallocHost((void **)&x->h_down, d));
+    x->h_down = NULL;
+    x->d_up = x->d_down = NULL;
+    if (runs()) {
+        CUDA_CHECK(cudaMallocHost((void **)&x->h_up, u));
+        CUDA_CHECK(cudaMallocHost((void **)&x->h_down, d));
+        x->d_up = dbuf_alloc(u, "d_up");
+        x->d_down = dbuf_alloc(d, "d_down");
+    } else {
+        x->h_up = xmalloc(u);
+    }
     x->want_down = xmalloc(d);
+    x->got_down = xmalloc(d);
     x->back = xmalloc(u);
-    x->d_up = dbuf_alloc(u, "d_up");
-    x->d_down = dbuf_alloc(d, "d_down");
+    guards_open(&x->g_up, x->d_up, u, "d_up");
 }
 
 static void duplex_fill(struct duplex *x, struct rng *r)
@@ -899,20 +1254,29 @@ static void duplex_fill(struct duplex *x, struct rng *r)
         fill_bytes(r, x->h_up, x->up);
     if (x->down) {
         fill_bytes(r, x->want_down, x->down);
-        to_device(x->d_down, x->want_down, x->down);
-        memset(x->h_down, 0xff, x->down);
+        if (runs()) {
+            to_device(x->d_down, x->want_down, x->down);
+            memset(x->h_down, 0xff, x->down);
+        }
     }
-    dbuf_poison(x->d_up);
+    if (runs())
+        dbuf_poison(x->d_up);
 }
 
 static void duplex_free(struct duplex *x)
 {
-    CUDA_CHECK(cudaFreeHost(x->h_up));
-    CUDA_CHECK(cudaFreeHost(x->h_down));
+    if (runs()) {
+        CUDA_CHECK(cudaFreeHost(x->h_up));
+        CUDA_CHECK(cudaFreeHost(x->h_down));
+        dbuf_free(x->d_up);
+        dbuf_free(x->d_down);
+    } else {
+        free(x->h_up);
+    }
     free(x->want_down);
+    free(x->got_down);
     free(x->back);
-    dbuf_free(x->d_up);
-    dbuf_free(x->d_down);
+    guards_free(&x->g_up);
 }
 
 static cudaError_t duplex_run(struct duplex *x)
@@ -926,20 +1290,25 @@ static void duplex_check(int slot, struct duplex *x, const char *what)
     (void)slot;
     /* the host's side first: reading it needs no call, so a copy down still running (exchange
      * returned before it landed) shows here, where the synchronous copy that reads the device's
-     * side below would wait for it on the legacy stream and hide it */
+     * side below would wait for it on the legacy stream and hide it. The runner takes its copy
+     * at once, before anything else, and sends that. */
     if (x->down) {
-        long long at = first_diff(x->h_down, x->want_down, x->down);
-        ck_assert_msg(at < 0, "%s: down %zu bytes: byte %lld on the host is 0x%02x, want 0x%02x",
-                      what, x->down, at, at < 0 ? 0 : x->h_down[at], at < 0 ? 0 : x->want_down[at]);
+        if (runs())
+            memcpy(x->got_down, x->h_down, x->down);
+        exchange_pieces(x->got_down, x->down);
+        long long at = judges() ? first_diff(x->got_down, x->want_down, x->down) : -1;
+        JUDGE(at < 0, "%s: down %zu bytes: byte %lld on the host is 0x%02x, want 0x%02x",
+              what, x->down, at, at < 0 ? 0 : x->got_down[at], at < 0 ? 0 : x->want_down[at]);
     }
     if (x->up) {
-        to_host(x->back, x->d_up, x->up);
-        long long at = first_diff(x->back, x->h_up, x->up);
-        ck_assert_msg(at < 0, "%s: up %zu bytes: byte %lld on the device is 0x%02x, want 0x%02x",
-                      what, x->up, at, at < 0 ? 0 : x->back[at], at < 0 ? 0 : x->h_up[at]);
+        device_seen(x->back, x->d_up, x->up);
+        long long at = judges() ? first_diff(x->back, x->h_up, x->up) : -1;
+        JUDGE(at < 0, "%s: up %zu bytes: byte %lld on the device is 0x%02x, want 0x%02x",
+              what, x->up, at, at < 0 ? 0 : x->back[at], at < 0 ? 0 : x->h_up[at]);
     }
     char msg[256];
-    ck_assert_msg(dbuf_check_guards(x->d_up, msg, sizeof msg) == 0, "%s: %s", what, msg);
+    int bad = guards_check(&x->g_up, msg, sizeof msg);
+    JUDGE(bad == 0, "%s: %s", what, msg);
 }
 
 START_TEST(step3_correct)
@@ -948,49 +1317,43 @@ START_TEST(step3_correct)
     struct duplex_case c = duplex_here(_i);
     if (grade_quick_skip(slot, (double)(c.up + c.down), "bytes"))
         return;
+    grade_split(); /* exchange in a runner, the checks here */
     struct rng r = grade_rng(slot);
     struct duplex x;
     duplex_init(&x, c);
-    struct census before = census_now();
+    struct census before = census_seen();
     for (int round = 0; round < 2; round++) {
         if (round == 1)
-            gpu_shuffle_schedule(rng_next(&r));
+            shuffle(&r);
         duplex_fill(&x, &r);
-        cudaError_t e = duplex_run(&x);
-        ck_assert_msg(e == cudaSuccess, "up %zu, down %zu bytes: exchange returned %s", c.up,
-                      c.down, err_name(e));
+        cudaError_t e = SEEN(duplex_run(&x));
+        JUDGE(e == cudaSuccess, "up %zu, down %zu bytes: exchange returned %s", c.up,
+              c.down, err_name(e));
         duplex_check(slot, &x, round ? "second run, shuffled streams" : "exchange");
     }
     check_census(slot, before, "two exchanges");
     if (_i == 0) {
-        cudaError_t e = exchange(x.d_up, x.h_up, 0, x.h_down, x.d_down, 0);
-        ck_assert_msg(e == cudaErrorInvalidValue, "exchange of 0 bytes both ways returned %s, "
-                      "want cudaErrorInvalidValue", err_name(e));
-        e = exchange(NULL, x.h_up, 16, x.h_down, x.d_down, 16);
-        ck_assert_msg(e == cudaErrorInvalidValue, "exchange with a NULL d_up returned %s, want "
-                      "cudaErrorInvalidValue", err_name(e));
+        cudaError_t e = SEEN(exchange(x.d_up, x.h_up, 0, x.h_down, x.d_down, 0));
+        JUDGE(e == cudaErrorInvalidValue, "exchange of 0 bytes both ways returned %s, "
+              "want cudaErrorInvalidValue", err_name(e));
+        e = SEEN(exchange(NULL, x.h_up, 16, x.h_down, x.d_down, 16));
+        JUDGE(e == cudaErrorInvalidValue, "exchange with a NULL d_up returned %s, want "
+              "cudaErrorInvalidValue", err_name(e));
         check_census(slot, before, "exchange refusing bad arguments");
     }
     duplex_free(&x);
     grade_note(slot, "up %zu, down %zu bytes, bit-exact twice", c.up, c.down);
+    grade_split_end();
 }
 END_TEST
 
-START_TEST(step3_concept)
-{
 #ifdef HARNESS_EMU
-    int slot = grade_slot();
-    struct rng r = grade_rng(slot);
-    struct duplex x;
-    duplex_init(&x, (struct duplex_case){ MIB + 5, MIB + 5 });
-    duplex_fill(&x, &r);
-    emu_schedule_reset();
-    CUDA_CHECK(duplex_run(&x));
-    struct sched s = sched_take();
-    duplex_check(slot, &x, "exchange");
+/* step 3's schedule, judged: one stream a direction, pinned, nothing between the two */
+static void judge_duplex_schedule(int slot, const struct sched *s)
+{
     int up_stream = -1, down_stream = -1;
-    for (size_t i = 0; i < s.n; i++) {
-        const struct emu_op *o = &s.op[i];
+    for (size_t i = 0; i < s->n; i++) {
+        const struct emu_op *o = &s->op[i];
         if (!is_h2d(o) && !is_d2h(o))
             continue;
         int *mine = is_h2d(o) ? &up_stream : &down_stream;
@@ -1017,12 +1380,12 @@ START_TEST(step3_concept)
         ck_abort_msg("both copies ran on stream %d: one after the other", up_stream);
     }
     /* a wait of one direction's stream on a record made on the other's orders them */
-    for (size_t i = 0; i < s.n; i++) {
-        const struct emu_op *w = &s.op[i];
+    for (size_t i = 0; i < s->n; i++) {
+        const struct emu_op *w = &s->op[i];
         if (w->kind != EMU_OP_EVENT_WAIT || w->after < 0)
             continue;
-        for (size_t j = 0; j < s.n; j++) {
-            const struct emu_op *rec = &s.op[j];
+        for (size_t j = 0; j < s->n; j++) {
+            const struct emu_op *rec = &s->op[j];
             if (rec->kind == EMU_OP_EVENT_RECORD && (long long)rec->issue == w->after &&
                 rec->stream != w->stream &&
                 (rec->stream == up_stream || rec->stream == down_stream) &&
@@ -1039,44 +1402,87 @@ START_TEST(step3_concept)
     grade_note(slot, "up on stream %d, down on stream %d, pinned, nothing between them",
                up_stream, down_stream);
     grade_summary("two streams, no dependency between them");
+}
+#endif
+
+START_TEST(step3_concept)
+{
+#ifdef HARNESS_EMU
+    int slot = grade_slot();
+    grade_split(); /* exchange in a runner, its schedule judged here */
+    struct rng r = grade_rng(slot);
+    struct duplex x;
+    duplex_init(&x, (struct duplex_case){ MIB + 5, MIB + 5 });
+    duplex_fill(&x, &r);
+    if (runs())
+        emu_schedule_reset();
+    SEEN_CHECK(duplex_run(&x));
+    struct sched s = sched_seen();
+    duplex_check(slot, &x, "exchange");
+    if (judges())
+        judge_duplex_schedule(slot, &s);
     free(s.op);
     duplex_free(&x);
+    grade_split_end();
 #endif
 }
 END_TEST
 
+/* what the timed runs of step 3 returned and took: the warm-up first, then each rep */
+struct duplex_times {
+    cudaError_t up[SPEED_REPS + 1], down[SPEED_REPS + 1], both[SPEED_REPS + 1];
+    double tu[SPEED_REPS], td[SPEED_REPS], tb[SPEED_REPS];
+};
+
 START_TEST(step3_speed)
 {
     int slot = grade_slot();
+    grade_split(); /* exchange run and timed in a runner, judged here */
     struct rng r = grade_rng(slot);
     struct duplex x;
     duplex_init(&x, (struct duplex_case){ BIG_BYTES, BIG_BYTES });
     duplex_fill(&x, &r);
-    double tu[SPEED_REPS], td[SPEED_REPS], tb[SPEED_REPS];
-    for (int i = -1; i < SPEED_REPS; i++) {
-        /* each run until the device is idle: work an exchange left running is charged to it */
+    struct duplex_times t;
+    memset(&t, 0, sizeof t);
+    /* each run until the device is idle: work an exchange left running is charged to it; the
+     * first code that fails stops the runs, and the judge fails the test on it */
+    for (int i = -1; i < SPEED_REPS && runs(); i++) {
         double t0 = now_ms();
-        CUDA_CHECK(exchange(x.d_up, x.h_up, x.up, NULL, NULL, 0));
+        if ((t.up[i + 1] = exchange(x.d_up, x.h_up, x.up, NULL, NULL, 0)) != cudaSuccess)
+            break;
         CUDA_CHECK(cudaDeviceSynchronize());
         double t1 = now_ms();
-        CUDA_CHECK(exchange(NULL, NULL, 0, x.h_down, x.d_down, x.down));
+        if ((t.down[i + 1] = exchange(NULL, NULL, 0, x.h_down, x.d_down, x.down)) != cudaSuccess)
+            break;
         CUDA_CHECK(cudaDeviceSynchronize());
         double t2 = now_ms();
         memset(x.h_down, 0xff, x.down);
         dbuf_poison(x.d_up);
         double t3 = now_ms();
-        CUDA_CHECK(duplex_run(&x));
+        if ((t.both[i + 1] = duplex_run(&x)) != cudaSuccess)
+            break;
         CUDA_CHECK(cudaDeviceSynchronize());
         double t4 = now_ms();
         if (i >= 0) {
-            tu[i] = t1 - t0;
-            td[i] = t2 - t1;
-            tb[i] = t4 - t3;
+            t.tu[i] = t1 - t0;
+            t.td[i] = t2 - t1;
+            t.tb[i] = t4 - t3;
         }
     }
+    grade_exchange_bytes(&t, sizeof t);
+    for (int i = 0; i < SPEED_REPS + 1; i++) {
+        CODE_CHECK(t.up[i], "exchange(x.d_up, x.h_up, x.up, NULL, NULL, 0)");
+        CODE_CHECK(t.down[i], "exchange(NULL, NULL, 0, x.h_down, x.d_down, x.down)");
+        CODE_CHECK(t.both[i], "duplex_run(&x)");
+    }
+    times_check(t.tu, SPEED_REPS);
+    times_check(t.td, SPEED_REPS);
+    times_check(t.tb, SPEED_REPS);
     duplex_check(slot, &x, "after the timed runs");
-    double mu = median(tu, SPEED_REPS), md = median(td, SPEED_REPS), mb = median(tb, SPEED_REPS);
-    double ratio = mb / (mu + md);
+    duplex_free(&x);
+    grade_split_end();
+    double mu = median(t.tu, SPEED_REPS), md = median(t.td, SPEED_REPS);
+    double mb = median(t.tb, SPEED_REPS), ratio = mb / (mu + md);
     grade_note(slot, "256 MiB each way: up alone %.2f ms (%.1f GB/s), down alone %.2f ms "
                      "(%.1f GB/s), both at once %.2f ms (%.1f GB/s together): %.3fx one after "
                      "the other (at most %.2fx)", mu, BIG_BYTES / (mu * 1e6), md,
@@ -1086,7 +1492,6 @@ START_TEST(step3_speed)
     grade_hint(slot, "issue both copies before waiting for either, each on its own stream; a "
                      "wait between the two issues (cudaStreamSynchronize, cudaMemcpy) makes the "
                      "second start after the first has ended");
-    duplex_free(&x);
     ck_assert_msg(ratio <= STEP3_NEEDS, "both ways %.2f ms, one after the other %.2f ms: %.3fx, "
                   "at most %.2fx", mb, mu + md, ratio, STEP3_NEEDS);
 }
@@ -1107,31 +1512,41 @@ static struct graph_case graph_case_here(int i)
     return c;
 }
 
+/* What plain launches of the loop give, replayed on the host (loop_ref.h): the judge's
+ * reference, as it runs no CUDA. */
+
 START_TEST(step4_correct)
 {
     int slot = grade_slot();
+    grade_split(); /* graph_loop in a runner, the checks here */
     struct graph_case c = graph_case_here(_i);
     struct rng r = grade_rng(slot);
     size_t bytes = (size_t)c.n * sizeof(float);
-    float *h = xmalloc(bytes), *want = xmalloc(bytes), *got = xmalloc(bytes);
-    float *d_a = dbuf_alloc(bytes, "d_a"), *d_b = dbuf_alloc(bytes, "d_b");
-    cudaStream_t s;
-    CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    float *h = xmalloc(bytes), *want = xmalloc(bytes), *got = xmalloc(bytes), *b = xmalloc(bytes);
+    float *d_a = NULL, *d_b = NULL;
+    cudaStream_t s = NULL;
+    if (runs()) {
+        d_a = dbuf_alloc(bytes, "d_a");
+        d_b = dbuf_alloc(bytes, "d_b");
+        CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    }
     for (int round = 0; round < 2; round++) {
         if (round == 1)
-            gpu_shuffle_schedule(rng_next(&r));
+            shuffle(&r);
         rng_fill_f32(&r, h, (size_t)c.n, -1.0f, 1.0f);
-        to_device(d_a, h, bytes);
-        dbuf_poison(d_b);
-        CUDA_CHECK(plain_loop(d_a, d_b, c.n, c.iterations, s));
-        to_host(want, d_a, bytes);
-        to_device(d_a, h, bytes);
-        dbuf_poison(d_b);
-        cudaError_t e = graph_loop(d_a, d_b, c.n, c.iterations, s);
-        ck_assert_msg(e == cudaSuccess, "n %d, %d iterations: graph_loop returned %s", c.n,
-                      c.iterations, err_name(e));
-        to_host(got, d_a, bytes);
-        for (int i = 0; i < c.n; i++)
+        if (judges()) {
+            memcpy(want, h, bytes);
+            loop_on_host(want, b, c.n, c.iterations);
+        }
+        if (runs()) {
+            to_device(d_a, h, bytes);
+            dbuf_poison(d_b);
+        }
+        cudaError_t e = SEEN(graph_loop(d_a, d_b, c.n, c.iterations, s));
+        JUDGE(e == cudaSuccess, "n %d, %d iterations: graph_loop returned %s", c.n,
+              c.iterations, err_name(e));
+        device_seen(got, d_a, bytes);
+        for (int i = 0; i < c.n && judges(); i++)
             if (memcmp(&got[i], &want[i], sizeof(float)) != 0) {
                 grade_hint(slot, "the graph must hold the loop's kernels in their order: capture "
                                  "blur, bias, copy for each iteration it stands for, and launch "
@@ -1141,33 +1556,29 @@ START_TEST(step4_correct)
                              got[i], want[i]);
             }
     }
-    CUDA_CHECK(cudaStreamDestroy(s));
-    dbuf_free(d_a);
-    dbuf_free(d_b);
-    free(h), free(want), free(got);
+    if (runs()) {
+        CUDA_CHECK(cudaStreamDestroy(s));
+        dbuf_free(d_a);
+        dbuf_free(d_b);
+    }
+    free(h), free(want), free(got), free(b);
     grade_note(slot, "bit-exact against plain launches, twice");
+    grade_split_end();
 }
 END_TEST
 
-START_TEST(step4_concept)
-{
 #ifdef HARNESS_EMU
-    int slot = grade_slot();
-    struct rng r = grade_rng(slot);
-    const int n = 1000, iterations = 100;
-    size_t bytes = (size_t)n * sizeof(float);
-    float *h = xmalloc(bytes), *d_a = dbuf_alloc(bytes, "d_a"), *d_b = dbuf_alloc(bytes, "d_b");
-    rng_fill_f32(&r, h, (size_t)n, -1.0f, 1.0f);
-    to_device(d_a, h, bytes);
-    cudaStream_t s;
-    CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    int graphs = emu_live_graphs(), execs = emu_live_graph_execs();
-    emu_schedule_reset();
-    CUDA_CHECK(graph_loop(d_a, d_b, n, iterations, s));
-    struct sched sc = sched_take();
+/* the CPU backend's live graphs and executable graphs before graph_loop and after it */
+struct graph_census { int graphs, execs, graphs_after, execs_after; };
+
+/* step 4's schedule, judged: most kernels run inside graph launches, of one executable graph,
+ * and nothing left */
+static void judge_graph_schedule(int slot, const struct sched *sc, const struct graph_census *g,
+                                 int iterations)
+{
     int launches = 0, kernels = 0, in_graph = 0, exec_ids[64], nexec = 0;
-    for (size_t i = 0; i < sc.n; i++) {
-        const struct emu_op *o = &sc.op[i];
+    for (size_t i = 0; i < sc->n; i++) {
+        const struct emu_op *o = &sc->op[i];
         if (o->kind == EMU_OP_GRAPH_LAUNCH) {
             launches++;
             int seen = 0;
@@ -1197,50 +1608,108 @@ START_TEST(step4_concept)
         ck_abort_msg("the %d graph launches ran %d different executable graphs: the graph was "
                      "instantiated again and again", launches, nexec);
     }
-    int graphs_left = emu_live_graphs() - graphs, execs_left = emu_live_graph_execs() - execs;
+    long long graphs_left = (long long)g->graphs_after - g->graphs,
+              execs_left = (long long)g->execs_after - g->execs;
     if (graphs_left > 0 || execs_left > 0) {
         grade_hint(slot, "cudaGraphExecDestroy the executable graph and cudaGraphDestroy the graph "
                          "before returning, on every path");
-        ck_abort_msg("after graph_loop returned: %d graph(s) and %d executable graph(s) still "
+        ck_abort_msg("after graph_loop returned: %lld graph(s) and %lld executable graph(s) still "
                      "live", graphs_left, execs_left);
     }
     grade_note(slot, "%d launches of one executable graph ran %d of the %d kernels; nothing left",
                launches, in_graph, kernels);
     grade_summary("%d graph launches for %d kernels, instantiated once", launches, kernels);
-    CUDA_CHECK(cudaStreamDestroy(s));
+}
+#endif
+
+START_TEST(step4_concept)
+{
+#ifdef HARNESS_EMU
+    int slot = grade_slot();
+    grade_split(); /* graph_loop in a runner, its schedule judged here */
+    struct rng r = grade_rng(slot);
+    const int n = 1000, iterations = 100;
+    size_t bytes = (size_t)n * sizeof(float);
+    float *h = xmalloc(bytes), *d_a = NULL, *d_b = NULL;
+    rng_fill_f32(&r, h, (size_t)n, -1.0f, 1.0f);
+    cudaStream_t s = NULL;
+    struct graph_census g = { 0, 0, 0, 0 };
+    if (runs()) {
+        d_a = dbuf_alloc(bytes, "d_a");
+        d_b = dbuf_alloc(bytes, "d_b");
+        to_device(d_a, h, bytes);
+        CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+        g.graphs = emu_live_graphs();
+        g.execs = emu_live_graph_execs();
+        emu_schedule_reset();
+    }
+    SEEN_CHECK(graph_loop(d_a, d_b, n, iterations, s));
+    struct sched sc = sched_seen();
+    if (runs()) {
+        g.graphs_after = emu_live_graphs();
+        g.execs_after = emu_live_graph_execs();
+    }
+    grade_exchange_bytes(&g, sizeof g);
+    if (judges())
+        judge_graph_schedule(slot, &sc, &g, iterations);
+    if (runs()) {
+        CUDA_CHECK(cudaStreamDestroy(s));
+        dbuf_free(d_a);
+        dbuf_free(d_b);
+    }
     free(sc.op);
     free(h);
-    dbuf_free(d_a);
-    dbuf_free(d_b);
+    grade_split_end();
 #endif
 }
 END_TEST
 
+/* what the timed runs of step 4 returned and took: the warm-up first, then each rep */
+struct graph_times {
+    cudaError_t plain[SPEED_REPS + 1], graph[SPEED_REPS + 1];
+    double tp[SPEED_REPS], tg[SPEED_REPS];
+};
+
 START_TEST(step4_speed)
 {
     int slot = grade_slot();
+    grade_split(); /* graph_loop run and timed in a runner, judged here */
     const int n = 4096, iterations = 10000;
     size_t bytes = (size_t)n * sizeof(float);
-    float *d_a = dbuf_alloc(bytes, "d_a"), *d_b = dbuf_alloc(bytes, "d_b");
-    CUDA_CHECK(cudaMemset(d_a, 0, bytes));
-    cudaStream_t s;
-    CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    double tp[SPEED_REPS], tg[SPEED_REPS];
-    for (int i = -1; i < SPEED_REPS; i++) {
-        double t0 = now_ms();
-        CUDA_CHECK(plain_loop(d_a, d_b, n, iterations, s));
-        double t1 = now_ms();
-        CUDA_CHECK(graph_loop(d_a, d_b, n, iterations, s));
-        double t2 = now_ms();
-        if (i >= 0) {
-            tp[i] = t1 - t0;
-            tg[i] = t2 - t1;
+    struct graph_times t;
+    memset(&t, 0, sizeof t);
+    if (runs()) {
+        float *d_a = dbuf_alloc(bytes, "d_a"), *d_b = dbuf_alloc(bytes, "d_b");
+        CUDA_CHECK(cudaMemset(d_a, 0, bytes));
+        cudaStream_t s;
+        CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+        /* the first code that fails stops the runs; the judge fails the test on it */
+        for (int i = -1; i < SPEED_REPS; i++) {
+            double t0 = now_ms();
+            if ((t.plain[i + 1] = plain_loop(d_a, d_b, n, iterations, s)) != cudaSuccess)
+                break;
+            double t1 = now_ms();
+            if ((t.graph[i + 1] = graph_loop(d_a, d_b, n, iterations, s)) != cudaSuccess)
+                break;
+            double t2 = now_ms();
+            if (i >= 0) {
+                t.tp[i] = t1 - t0;
+                t.tg[i] = t2 - t1;
+            }
         }
+        CUDA_CHECK(cudaStreamDestroy(s));
+        dbuf_free(d_a);
+        dbuf_free(d_b);
     }
-    CUDA_CHECK(cudaStreamDestroy(s));
-    dbuf_free(d_a);
-    dbuf_free(d_b);
-    double mp = median(tp, SPEED_REPS), mg = median(tg, SPEED_REPS), ratio = mp / mg;
+    grade_exchange_bytes(&t, sizeof t);
+    for (int i = 0; i < SPEED_REPS + 1; i++) {
+        CODE_CHECK(t.plain[i], "plain_loop(d_a, d_b, n, iterations, s)");
+        CODE_CHECK(t.graph[i], "graph_loop(d_a, d_b, n, iterations, s)");
+    }
+    times_check(t.tp, SPEED_REPS);
+    times_check(t.tg, SPEED_REPS);
+    grade_split_end();
+    double mp = median(t.tp, SPEED_REPS), mg = median(t.tg, SPEED_REPS), ratio = mp / mg;
     double kernels = 3.0 * iterations;
     grade_note(slot, "n %d, %d kernels: plain %.2f ms (%.2f us a kernel), graph %.2f ms "
                      "(%.2f us a kernel): %.2fx (needs %.1fx)", n, (int)kernels, mp,

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "launches.h"
+
 const void *flow_shape_at(const struct flow_kind *k, const void *table, int i)
 {
     return (const char *)table + (size_t)i * k->shape_size;
@@ -33,8 +35,17 @@ void flow_title(const struct flow_kind *k, const struct flow_shapes *s, int i, c
 
 /* ---- correctness ---------------------------------------------------------------------------- */
 
+/* the kernels the last graded run launched (flow_launched) */
+static struct launch_log last_launches;
+
+const struct launch_log *flow_launched(void)
+{
+    return &last_launches;
+}
+
 /* fn once on p, as graded: in the runner (or an unsplit test) the launch and its
- * synchronisation; in the judge, what the runner's run left on the device (grade.h). */
+ * synchronisation, with the kernels it launched recorded; in the judge, what the runner's run
+ * left on the device and what it launched (grade.h). */
 static void graded_run(const struct flow_kind *k, void *p, flow_fn fn)
 {
     unsigned long long to_host = 0;
@@ -42,13 +53,17 @@ static void graded_run(const struct flow_kind *k, void *p, flow_fn fn)
 #ifdef HARNESS_EMU
         unsigned long long before = emu_bytes_to_host();
 #endif
+        launches_begin();
         k->launch(p, fn);
         gpu_sync();
+        launches_end(&last_launches);
 #ifdef HARNESS_EMU
         to_host = emu_bytes_to_host() - before;
 #endif
     }
     grade_exchange_run(&to_host);
+    grade_exchange_bytes(&last_launches, sizeof last_launches);
+    launches_sanitize(&last_launches);
     /* these problems' inputs and outputs live on the device: a launcher has nothing to copy
      * to the host, unless it means to compute there (on a GPU its speed tells; here, this) */
     if (grade_role() != GRADE_RUNNER && to_host > 0)
@@ -212,6 +227,13 @@ START_TEST(flow_speed_test)
     graded_run(k, p[0], sp->yours);
     snprintf(what, sizeof what, "%s (speed is graded once it is correct)", sp->what);
     judged_check(k, p[0], slot, what);
+    /* what yours launched, shown under a speed miss: blocks against SMs, work a thread */
+    if (grade_role() != GRADE_RUNNER && last_launches.recorded) {
+        char text[GRADE_TEXT];
+        launches_describe(&last_launches, k->work(sp->shape), k->work_unit,
+                          grader_device()->sms, text, sizeof text);
+        grade_launched(slot, "%s", text);
+    }
 
     static const enum flow_timed in_order[3] = { FLOW_BASE, FLOW_YOURS, FLOW_CEILING };
     const enum flow_timed *order = sp->order[0] ? sp->order : in_order;
@@ -257,6 +279,22 @@ int flow_add_speed(Suite *s, const struct flow_speed *sp)
     sp->kind->shape_name(sp->shape, name, sizeof name);
     snprintf(title, sizeof title, "%s at %s", sp->tcase, name);
     return grader_add_timed_ctx(s, sp->tcase, flow_speed_test, title, sp->timeout_s, sp);
+}
+
+/* ---- what a launcher launches ----------------------------------------------------------------- */
+
+void flow_launches_of(const struct flow_kind *k, const void *shape, flow_fn fn, int slot,
+                      const char *what, struct launch_log *out)
+{
+    grade_split(); /* the learner's code in a runner, the checks here (grade.h) */
+    struct rng r = grade_rng(slot);
+    void *p = k->init(k, shape);
+    k->fill(p, &r);
+    graded_run(k, p, fn);
+    judged_check(k, p, slot, what);
+    *out = last_launches;
+    k->free(p);
+    grade_split_end();
 }
 
 /* ---- bench ---------------------------------------------------------------------------------- */

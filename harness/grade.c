@@ -20,6 +20,7 @@
 struct slot {
     char note[GRADE_TEXT];
     char hint[GRADE_TEXT];
+    char launched[GRADE_TEXT]; /* what the code under grading launched (grade_launched) */
     char skipped[GRADE_TEXT]; /* why, when the test skipped itself (grade_quick_skip) */
     /* a test passes only when it reached its end: the teardown after it returned sets ended;
      * an exit() before that sets exited and the status it was given */
@@ -370,6 +371,16 @@ void grade_hint(int slot, const char *fmt, ...)
     va_end(ap);
 }
 
+void grade_launched(int slot, const char *fmt, ...)
+{
+    if (role == GRADE_RUNNER)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    put(sh->slots[slot].launched, fmt, ap);
+    va_end(ap);
+}
+
 void grade_summary(const char *fmt, ...)
 {
     if (role == GRADE_RUNNER)
@@ -458,7 +469,8 @@ static void print_stderr_of(int i)
 
 /* ---- the judge and the runner (grade.h) ------------------------------------------------------ */
 
-enum { MSG_BUFFERS = 0x42554653, MSG_TIMING = 0x54494d45, MSG_DONE = 0x444f4e45 };
+enum { MSG_BUFFERS = 0x42554653, MSG_TIMING = 0x54494d45, MSG_DONE = 0x444f4e45,
+       MSG_BYTES = 0x42595445 };
 enum { CHUNK = 4 << 20 }; /* bytes a buffer moves through the host at a time */
 
 enum grade_role grade_role(void)
@@ -524,6 +536,9 @@ static void runner_died(void)
     }
     if (WIFEXITED(st) && WEXITSTATUS(st) != 0)
         exit(WEXITSTATUS(st));
+    grade_hint(running, "a graded call must return to its caller: report an error with its "
+                        "return value (or a checking macro that returns), never by ending the "
+                        "process; a process that ends early grades nothing");
     ck_abort_msg("the test stopped before its end: the code it graded ended its process with "
                  "status 0 (exit(0) or _exit(0)) before the graded call returned");
 }
@@ -687,6 +702,24 @@ void grade_exchange_timing(struct timing *t)
         recv_all(t, sizeof *t);
         if (got != MSG_TIMING || !(t->median_ms >= 0) || t->reps < 0)
             ck_abort_msg("the grade lost step with the code it runs: no timing came back");
+        send_ack();
+    }
+}
+
+void grade_exchange_bytes(void *p, size_t n)
+{
+    uint32_t head[2] = { MSG_BYTES, (uint32_t)n };
+    if (role == GRADE_RUNNER) {
+        send_all(head, sizeof head);
+        send_all(p, n);
+        wait_ack();
+    } else if (role == GRADE_JUDGE) {
+        uint32_t got[2];
+        recv_all(got, sizeof got);
+        if (got[0] != MSG_BYTES || got[1] != (uint32_t)n)
+            ck_abort_msg("the grade lost step with the code it runs: %u bytes of facts came "
+                         "back where %zu were due", got[1], n);
+        recv_all(p, n);
         send_ack();
     }
 }
@@ -864,6 +897,8 @@ static void report(int i, TestResult *r)
         step_count(i, tcases[i], title, "FAIL", tr_msg(r), sl ? sl->hint : NULL);
         if (sl && sl->hint[0])
             print_block("hint: ", sl->hint);
+        if (sl && sl->launched[0])
+            print_block("launched: ", sl->launched);
         if (sl && sl->second_run)
             print_block("note: ", second_run_note(sl->second_run));
         print_stderr_of(i);

@@ -57,6 +57,9 @@ void grader_skip(const char *title, const char *why);
 void grade_note(int slot, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* From inside a test: the hint a FAIL line shows under the message. */
 void grade_hint(int slot, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* From inside a test: what the code under grading launched, shown under a FAIL after the hint
+ * ("launched: 264 blocks of 256 threads ..."): the speed tests of flow.h set it. */
+void grade_launched(int slot, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* From inside a test: its second run (on fresh inputs; shuffled: on the CPU backend, in a
  * shuffled schedule) begins, the first having passed. A failure from here on is shown with a
  * note of what that means (a race, or a result kept from the first run); shuffled < 0: a
@@ -97,6 +100,10 @@ void grade_exchange_buffers(void);
  * judge receives; NULL: none counted). */
 void grade_exchange_run(unsigned long long *host_bytes);
 void grade_exchange_timing(struct timing *t);
+/* n bytes at p: the runner's sent, the judge's overwritten with them (a struct of what the
+ * runner saw: return codes, a report with its strings copied in, counts). The judge must treat
+ * them as claims of the code under grading: bounded, checked, never trusted as pointers. */
+void grade_exchange_bytes(void *p, size_t n);
 void grade_split_end(void);
 
 /* A generator for this test's inputs: the run's seed mixed with the slot, so one test's data
