@@ -487,7 +487,10 @@ static void add_staged(Suite *s, int k, const struct gemm_shape *shape)
         return;
     }
     STAGED[k - 1] = (struct staged_case){ k, shape };
-    grader_add_ctx(s, "staged", staged, t[k - 1], 1, 120, &STAGED[k - 1]);
+    if (grader_add_ctx(s, "staged", staged, t[k - 1], 1, 120, &STAGED[k - 1]) >= 0) {
+        char why[256]; /* the machine code, read once here (sass.h) */
+        sass_preload(why, sizeof why);
+    }
 }
 
 /* ---- speed, bench and tune -------------------------------------------------------------- */

@@ -251,6 +251,13 @@ static int library_reference(struct gemm_problem *p)
     return 0;
 }
 
+void gemm_fill_inputs(void *pp, struct rng *r)
+{
+    struct gemm_problem *p = pp;
+    fill_inputs(p, r);
+    dbuf_poison(p->d_c);
+}
+
 void gemm_fill(void *pp, struct rng *r)
 {
     struct gemm_problem *p = pp;

@@ -57,6 +57,8 @@ struct gemm_kind {
 
 void *gemm_init(const struct flow_kind *k, const void *shape);
 void gemm_fill(void *p, struct rng *r);
+/* gemm_fill without the reference (the same draws from r): what a runner needs (flow.c) */
+void gemm_fill_inputs(void *p, struct rng *r);
 void gemm_launch(void *p, flow_fn fn);
 int gemm_library(void *p);
 void gemm_check(void *p, int slot, const char *what);
@@ -70,7 +72,7 @@ int gemm_bench_check(void *p, const char *name, const char *shape);
 #define GEMM_FLOW                                                                              \
     .kind = { sizeof(struct gemm_shape), gemm_init, gemm_fill, gemm_launch, gemm_library,      \
               gemm_check, gemm_poison, gemm_free, gemm_shape_name, gemm_macs, "multiply-adds",  \
-              gemm_bench_fill, gemm_bench_check }
+              gemm_bench_fill, gemm_bench_check, gemm_fill_inputs }
 
 /* 2 m k n, the FLOPs of a shape; and the bytes a GEMM must move: A, B and C once each. */
 double gemm_flops(const void *shape);

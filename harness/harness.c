@@ -3,12 +3,14 @@
 #include "harness.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 void *xmalloc(size_t bytes)
 {
@@ -197,15 +199,17 @@ void cmp_hint(const struct cmp_result *c, size_t rows, size_t cols, char *buf, s
 
 /* ---- references ------------------------------------------------------------------------ */
 
-void ref_matmul(const float *a, const float *b, double *c, double *scale, int m, int k, int n)
+/* Rows [r0, r1) of ref_matmul: each element's sum in the order i = 0 .. k - 1, so that any split
+ * of the rows gives the same bits. */
+static void ref_matmul_rows(const float *a, const float *b, double *c, double *scale, int r0,
+                            int r1, int k, int n)
 {
-    size_t cells = (size_t)m * n;
-    if (c)
-        memset(c, 0, cells * sizeof *c);
-    if (scale)
-        memset(scale, 0, cells * sizeof *scale);
     /* row, i, col order: the inner loop streams a row of B and a row of C */
-    for (int row = 0; row < m; row++) {
+    for (int row = r0; row < r1; row++) {
+        if (c)
+            memset(c + (size_t)row * n, 0, (size_t)n * sizeof *c);
+        if (scale)
+            memset(scale + (size_t)row * n, 0, (size_t)n * sizeof *scale);
         for (int i = 0; i < k; i++) {
             double av = a[(size_t)row * k + i];
             const float *brow = b + (size_t)i * n;
@@ -220,6 +224,55 @@ void ref_matmul(const float *a, const float *b, double *c, double *scale, int m,
                     srow[col] += aa * fabs((double)brow[col]);
             }
         }
+    }
+}
+
+struct ref_part {
+    const float *a, *b;
+    double *c, *scale;
+    int r0, r1, k, n;
+};
+
+static void *ref_part_run(void *arg)
+{
+    struct ref_part *p = arg;
+    ref_matmul_rows(p->a, p->b, p->c, p->scale, p->r0, p->r1, p->k, p->n);
+    return NULL;
+}
+
+#define REF_MAX_THREADS 16
+#define REF_THREAD_MACS 2e7 /* less work than this a thread is not worth a thread */
+
+void ref_matmul(const float *a, const float *b, double *c, double *scale, int m, int k, int n)
+{
+    /* the rows split over the host's processors (a graded GEMM of 1000^3 is 2e9 multiply-adds
+     * here, a few seconds on one core, and it runs before every check) */
+    double macs = (double)m * k * n;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int t = cpus > 1 ? (int)(cpus < REF_MAX_THREADS ? cpus : REF_MAX_THREADS) : 1;
+    if (macs / REF_THREAD_MACS < t)
+        t = (int)(macs / REF_THREAD_MACS);
+    if (t > m)
+        t = m;
+    if (t <= 1) {
+        ref_matmul_rows(a, b, c, scale, 0, m, k, n);
+        return;
+    }
+    pthread_t th[REF_MAX_THREADS];
+    struct ref_part part[REF_MAX_THREADS];
+    int started = 0;
+    for (int i = 0; i < t; i++) {
+        part[i] = (struct ref_part){ a, b, c, scale, (int)((long long)m * i / t),
+                                     (int)((long long)m * (i + 1) / t), k, n };
+        if (i > 0 && pthread_create(&th[i], NULL, ref_part_run, &part[i]) == 0)
+            started |= 1 << i;
+    }
+    ref_part_run(&part[0]);
+    for (int i = 1; i < t; i++) {
+        if (started & (1 << i))
+            pthread_join(th[i], NULL);
+        else
+            ref_part_run(&part[i]); /* no thread to be had: this one does it */
     }
 }
 

@@ -30,6 +30,20 @@ int sass_shell_quote(const char *path, char *out, size_t size);
  * names exactly `arch` ("sm_90" is neither "sm_90a" nor the start of "sm_900"), else 0. */
 int sass_arch_line(const char *line, const char *arch);
 
+/* For the text of a `cuobjdump -sass` dump: in the cubin for `arch`, how many functions have a
+ * name containing `kernel` (*nfn), and how many of those hold `opcode` on some line (*nwith).
+ * The pure part of sass_count. */
+void sass_scan(const char *text, const char *kernel, const char *opcode, const char *arch,
+               int *nfn, int *nwith);
+
+/* Read this program's whole SASS once, now, and answer every later sass_count from it. A grader
+ * calls it in its own process before its tests fork (when it registers a test that reads
+ * machine code): disassembling a grader takes cuobjdump about ten seconds on the H200's host,
+ * once a test before; and the dump is then taken before any code under grading has run, so
+ * nothing that code does to the file on disk reaches it. Returns 0, or -1 with `why` filled
+ * (sass_count then runs cuobjdump itself). */
+int sass_preload(char *why, size_t len);
+
 /* The SASS of this very program (found by its resolved path), in the cubin for `arch`
  * ("sm_90", "sm_90a"): how many functions have a name containing `kernel` (*nfn), and how many
  * of those hold `opcode` on some line (*nwith). A grader of a chapter with steps links the

@@ -381,6 +381,39 @@ START_TEST(arch_line_matches_exactly)
 }
 END_TEST
 
+/* a dump as cuobjdump -sass prints it: two cubins, the same kernel in both, LDS in one */
+static const char DUMP[] =
+    "\n\tcode for sm_90\n\t\tFunction : _Z4tilePKfPfi\n"
+    "        /*0000*/                   LDC R1, c[0x0][0x28] ;\n"
+    "        /*0010*/                   LDS.128 R4, [R2] ;\n"
+    "        /*0020*/                   FFMA R8, R4, R5, R8 ;\n"
+    "\t\tFunction : _Z4copyPKfPfi\n"
+    "        /*0000*/                   LDG.E R4, desc[UR4][R2.64] ;\n"
+    "\tarch = sm_90\n\t\tFunction : _Z4tilePKfPfi\n"
+    "        /*0000*/                   FFMA R8, R4, R5, R8 ;\n"
+    "\tarch = sm_80\n\t\tFunction : _Z4tilePKfPfi\n"
+    "        /*0010*/                   LDS.128 R4, [R2] ;";
+
+START_TEST(scan_counts_functions_and_opcodes)
+{
+    int nfn, nwith;
+    /* the first cubin names no arch line before its functions: it is not counted as sm_90 */
+    sass_scan(DUMP, "_Z4tilePKfPfi", "LDS", "sm_90", &nfn, &nwith);
+    ck_assert_int_eq(nfn, 1);
+    ck_assert_int_eq(nwith, 0);
+    sass_scan(DUMP, "_Z4tilePKfPfi", "FFMA", "sm_90", &nfn, &nwith);
+    ck_assert_int_eq(nfn, 1);
+    ck_assert_int_eq(nwith, 1);
+    sass_scan(DUMP, "_Z4tilePKfPfi", "LDS", "sm_80", &nfn, &nwith); /* the last line, unended */
+    ck_assert_int_eq(nfn, 1);
+    ck_assert_int_eq(nwith, 1);
+    sass_scan(DUMP, "_Z4copyPKfPfi", "LDG", "sm_90", &nfn, &nwith);
+    ck_assert_int_eq(nfn, 0);
+    sass_scan("", "x", "LDS", "sm_90", &nfn, &nwith);
+    ck_assert_int_eq(nfn + nwith, 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("harness");
@@ -419,6 +452,7 @@ int main(void)
     tcase_add_test(tc, results_writes_header_and_rows);
     tcase_add_test(tc, shell_quote_survives_quotes_and_spaces);
     tcase_add_test(tc, arch_line_matches_exactly);
+    tcase_add_test(tc, scan_counts_functions_and_opcodes);
     suite_add_tcase(s, tc);
 
     SRunner *sr = srunner_create(s);
