@@ -324,6 +324,60 @@ START_TEST(dynamic_shared_memory_limit)
 }
 END_TEST
 
+/* EMU_DEVICE's profiles: what the runtime reports, and the shared memory a kernel may opt in to */
+static const struct {
+    const char *key, *name;
+    int major, minor, sms, threads_per_sm, blocks_per_sm, smem_per_sm_kb, optin_kb, reserved, l2_mb;
+} PROFILE[] = {
+    {"h200", "emu (CPU) as NVIDIA H200", 9, 0, 132, 2048, 32, 228, 227, 1024, 60},
+    {"a100", "emu (CPU) as NVIDIA A100-SXM4", 8, 0, 108, 2048, 32, 164, 163, 1024, 40},
+    {"l4", "emu (CPU) as NVIDIA L4", 8, 9, 58, 1536, 24, 100, 99, 1024, 48},
+    {"t4", "emu (CPU) as Tesla T4", 7, 5, 40, 1024, 16, 64, 64, 0, 4},
+};
+#define NPROFILES ((int)(sizeof PROFILE / sizeof PROFILE[0]))
+
+START_TEST(device_profiles_report_their_limits)
+{
+    setenv("EMU_DEVICE", PROFILE[_i].key, 1); /* before the first runtime call of this test */
+    struct cudaDeviceProp p;
+    CK_CUDA(cudaGetDeviceProperties(&p, 0));
+    ck_assert_str_eq(p.name, PROFILE[_i].name);
+    ck_assert_int_eq(p.major, PROFILE[_i].major);
+    ck_assert_int_eq(p.minor, PROFILE[_i].minor);
+    ck_assert_int_eq(p.multiProcessorCount, PROFILE[_i].sms);
+    ck_assert_int_eq(p.maxThreadsPerMultiProcessor, PROFILE[_i].threads_per_sm);
+    ck_assert_int_eq(p.maxBlocksPerMultiProcessor, PROFILE[_i].blocks_per_sm);
+    ck_assert_uint_eq(p.sharedMemPerMultiprocessor, (size_t)PROFILE[_i].smem_per_sm_kb * 1024);
+    ck_assert_uint_eq(p.sharedMemPerBlockOptin, (size_t)PROFILE[_i].optin_kb * 1024);
+    ck_assert_uint_eq(p.reservedSharedMemPerBlock, (size_t)PROFILE[_i].reserved);
+    ck_assert_int_eq(p.l2CacheSize, PROFILE[_i].l2_mb << 20);
+    ck_assert_uint_eq(p.sharedMemPerBlock, 48 * 1024);
+    ck_assert_int_eq(p.regsPerMultiprocessor, 65536);
+    int v = 0;
+    CK_CUDA(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, 0));
+    ck_assert_int_eq(v, PROFILE[_i].sms);
+    CK_CUDA(cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
+    ck_assert_int_eq(v, PROFILE[_i].optin_kb * 1024);
+    CK_CUDA(cudaDeviceGetAttribute(&v, cudaDevAttrComputeCapabilityMinor, 0));
+    ck_assert_int_eq(v, PROFILE[_i].minor);
+    /* a kernel may opt in to the profile's ceiling and launch with it, not a byte more */
+    CK_CUDA(ek_raise_dynamic_smem(PROFILE[_i].optin_kb * 1024));
+    CK_ERROR(ek_raise_dynamic_smem(PROFILE[_i].optin_kb * 1024 + 4), cudaErrorInvalidValue);
+    CK_ERROR(cudaGetLastError(), cudaErrorInvalidValue); /* recorded once, not sticky */
+    CK_CUDA(cudaGetLastError());
+}
+END_TEST
+
+START_TEST(unknown_device_profile_ends_the_program)
+{
+    setenv("EMU_DEVICE", "h100x", 1);
+    int count = 0;
+    (void)cudaGetDeviceCount(&count);
+    struct cudaDeviceProp p;
+    (void)cudaGetDeviceProperties(&p, 0); /* exits 2, saying which names exist */
+}
+END_TEST
+
 START_TEST(static_shared_memory_per_block)
 {
     setenv("EMU_SCHEDULE", SCHEDULES[_i], 1);
@@ -812,6 +866,7 @@ static Suite *emu_suite(void)
         {"warps", wmma_bf16_mma, 4},
         {"atomics", atomics_under_contention, 2},
         {"shared", dynamic_shared_memory, NUM_SCHEDULES},
+        {"runtime", device_profiles_report_their_limits, NPROFILES},
         {"shared", static_shared_memory_per_block, NUM_SCHEDULES},
         {"grids", grids_in_one_two_and_three_dimensions, NUM_SCHEDULES},
         {"grids", block_order_follows_the_schedule, NUM_SCHEDULES},
@@ -857,8 +912,10 @@ static Suite *emu_suite(void)
         for (size_t i = 0; i < sizeof singles / sizeof singles[0]; ++i)
             if (!strcmp(singles[i].name, cases[c]))
                 tcase_add_test(tc, singles[i].test);
-        if (!strcmp(cases[c], "runtime"))
+        if (!strcmp(cases[c], "runtime")) {
             tcase_add_exit_test(tc, bad_schedule_is_rejected, EXIT_FAILURE);
+            tcase_add_exit_test(tc, unknown_device_profile_ends_the_program, 2);
+        }
         suite_add_tcase(s, tc);
     }
     return s;
@@ -870,6 +927,7 @@ int main(void)
     unsetenv("EMU_SCHEDULE");
     unsetenv("EMU_THREADS");
     unsetenv("EMU_STACK_KB");
+    unsetenv("EMU_DEVICE");
     SRunner *sr = srunner_create(emu_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr), run = srunner_ntests_run(sr);

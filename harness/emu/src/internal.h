@@ -25,6 +25,20 @@ constexpr int WARP = 32;
 constexpr int SM_COUNT = 16;
 constexpr int CC_MAJOR = 9, CC_MINOR = 0;
 
+/* The device the runtime reports: the default above, or a named profile (EMU_DEVICE=h200, a100,
+ * l4, t4: README.md, "The emulated device"), whose limits its queries report and its launches
+ * and attributes are held to. Kernels still run the same way: a profile changes what the code
+ * is told and allowed, not how fast anything runs. */
+struct Device {
+    const char *key;             /* "h200"; "" for the default */
+    const char *name;
+    int cc_major, cc_minor;
+    int sms, threads_per_sm, blocks_per_sm, regs_per_sm, regs_per_block;
+    size_t smem_per_sm, smem_per_block_optin, smem_reserved_per_block;
+    int l2_bytes;
+};
+const Device &device();          /* chosen at the first call; an unknown name ends the program */
+
 /* errors (runtime.cpp) */
 cudaError_t record(cudaError_t e);   /* remembers e for cudaGetLastError; returns it */
 cudaError_t api_check();             /* the sticky error, recorded, or cudaSuccess */

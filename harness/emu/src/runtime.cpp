@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -139,16 +140,48 @@ size_t physical_memory()
     return pages > 0 && page > 0 ? (size_t)pages * (size_t)page : (size_t)8 << 30;
 }
 
+/* The named profiles: compute capability, threads, blocks, registers and shared memory an SM
+ * and a block from the CUDA C++ Programming Guide's table of technical specifications per
+ * compute capability (9.0, 8.0, 8.9, 7.5); the SMs and the L2 of one product of each (NVIDIA's
+ * data sheets: H200 SXM, A100 SXM4, L4, T4; the H200's L2 as its runtime reports it). The
+ * default is this backend's own device of 16 SMs, shared memory as the H200's. */
+const Device PROFILES[] = {
+    { "", "emu (CPU)", CC_MAJOR, CC_MINOR, SM_COUNT, 2048, 32, 65536, 65536, SHARED_PER_SM,
+      SHARED_PER_BLOCK_OPTIN, 0, 0 },
+    { "h200", "emu (CPU) as NVIDIA H200", 9, 0, 132, 2048, 32, 65536, 65536, 228 * 1024,
+      227 * 1024, 1024, 60 << 20 },
+    { "a100", "emu (CPU) as NVIDIA A100-SXM4", 8, 0, 108, 2048, 32, 65536, 65536, 164 * 1024,
+      163 * 1024, 1024, 40 << 20 },
+    { "l4", "emu (CPU) as NVIDIA L4", 8, 9, 58, 1536, 24, 65536, 65536, 100 * 1024,
+      99 * 1024, 1024, 48 << 20 },
+    { "t4", "emu (CPU) as Tesla T4", 7, 5, 40, 1024, 16, 65536, 65536, 64 * 1024, 64 * 1024,
+      0, 4 << 20 },
+};
+
+const Device &pick_device()
+{
+    const char *want = std::getenv("EMU_DEVICE");
+    if (!want)
+        want = "";
+    for (const Device &d : PROFILES)
+        if (std::strcmp(d.key, want) == 0)
+            return d;
+    std::fprintf(stderr, "emu: EMU_DEVICE=%s names no device profile; h200, a100, l4 and t4 "
+                         "do, and unset (or empty) is the default\n", want);
+    std::exit(2);
+}
+
 void fill_properties(cudaDeviceProp *p)
 {
+    const Device &d = device();
     std::memset(p, 0, sizeof *p);
-    std::snprintf(p->name, sizeof p->name, "emu (CPU)");
+    std::snprintf(p->name, sizeof p->name, "%s", d.name);
     p->totalGlobalMem = physical_memory();
     p->sharedMemPerBlock = SHARED_PER_BLOCK;
-    p->sharedMemPerBlockOptin = SHARED_PER_BLOCK_OPTIN;
-    p->sharedMemPerMultiprocessor = SHARED_PER_SM;
-    p->regsPerBlock = 65536;
-    p->regsPerMultiprocessor = 65536;
+    p->sharedMemPerBlockOptin = d.smem_per_block_optin;
+    p->sharedMemPerMultiprocessor = d.smem_per_sm;
+    p->regsPerBlock = d.regs_per_block;
+    p->regsPerMultiprocessor = d.regs_per_sm;
     p->warpSize = WARP;
     p->memPitch = (size_t)INT32_MAX;
     p->maxThreadsPerBlock = MAX_THREADS_PER_BLOCK;
@@ -159,26 +192,33 @@ void fill_properties(cudaDeviceProp *p)
     p->maxGridSize[1] = (int)MAX_GRID_Y;
     p->maxGridSize[2] = (int)MAX_GRID_Z;
     p->totalConstMem = 64 * 1024;
-    p->major = CC_MAJOR;
-    p->minor = CC_MINOR;
+    p->major = d.cc_major;
+    p->minor = d.cc_minor;
     p->textureAlignment = 512;
     p->texturePitchAlignment = 32;
-    p->multiProcessorCount = SM_COUNT;
+    p->multiProcessorCount = d.sms;
     p->integrated = 0;
     p->canMapHostMemory = 1;
     p->concurrentKernels = 0;
     p->unifiedAddressing = 1;
     p->managedMemory = 1;
-    p->l2CacheSize = 0;
-    p->maxThreadsPerMultiProcessor = 2048;
-    p->maxBlocksPerMultiProcessor = 32;
+    p->l2CacheSize = d.l2_bytes;
+    p->maxThreadsPerMultiProcessor = d.threads_per_sm;
+    p->maxBlocksPerMultiProcessor = d.blocks_per_sm;
     p->memoryBusWidth = 64;
     p->asyncEngineCount = 0;
     p->pciBusID = 0;
-    p->reservedSharedMemPerBlock = 0;
+    p->reservedSharedMemPerBlock = d.smem_reserved_per_block;
 }
 
 } /* namespace */
+
+const Device &device()
+{
+    static const Device &d = pick_device(); /* once, thread-safe */
+    return d;
+}
+
 } /* namespace emu */
 
 using namespace emu;
@@ -332,7 +372,7 @@ cudaError_t cudaFuncSetAttribute(const void *func, cudaFuncAttribute attr, int v
         return e;
     switch (attr) {
     case cudaFuncAttributeMaxDynamicSharedMemorySize:
-        if (value < 0 || (size_t)value > SHARED_PER_BLOCK_OPTIN)
+        if (value < 0 || (size_t)value > device().smem_per_block_optin)
             return record(cudaErrorInvalidValue);
         {
             std::lock_guard<std::mutex> lock(g_attr_mutex);
@@ -357,8 +397,8 @@ cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *attr, const void *func)
     std::memset(attr, 0, sizeof *attr);
     attr->maxThreadsPerBlock = MAX_THREADS_PER_BLOCK;
     attr->maxDynamicSharedSizeBytes = max_dynamic_shared(func);
-    attr->ptxVersion = CC_MAJOR * 10 + CC_MINOR;
-    attr->binaryVersion = CC_MAJOR * 10 + CC_MINOR;
+    attr->ptxVersion = device().cc_major * 10 + device().cc_minor;
+    attr->binaryVersion = attr->ptxVersion;
     return cudaSuccess;
 }
 
