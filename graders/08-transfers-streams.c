@@ -111,10 +111,10 @@ static long long first_diff(const unsigned char *a, const unsigned char *b, size
  * of what is held and the schedule its scheduler recorded, the timings. It sends them, and the
  * judge, which made the same inputs from the same seed and went through the same steps without
  * running that code or any CUDA call but those that name an error (a context in the judge would
- * cost each test as long again on a GPU), makes every check, note and verdict. What comes back is what the code under grading
- * claims: counts are bounded before they size anything, strings are cut to their fields, and no
- * pointer is taken from it. Unsplit (CK_FORK=no) one process does both; the exchanges do
- * nothing. */
+ * cost each test as long again on a GPU), makes every check, note and verdict. What comes back
+ * is what the code under grading claims: counts are bounded before they size anything, strings
+ * are cut to their fields, and no pointer is taken from it. Unsplit (CK_FORK=no) one process
+ * does both; the exchanges do nothing. */
 
 /* 1 where the code under grading runs: the runner, or an unsplit test */
 static int runs(void)

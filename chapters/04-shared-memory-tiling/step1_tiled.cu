@@ -12,9 +12,11 @@
  *   correct   every element of C on 1x1x1, 31x33x35, 67x45x131, 130x132x260, 31x45x36,
  *             1000x999x1001, 4096x72x4096, 3001x517x37 and 2048^3 (on the CPU backend
  *             1024x72x1024 and 256^3 for the two large ones), twice each, C poisoned first
- *   concept   (CPU backend) at 128^3: global loads coalesced (at most 4.5 sectors per request
- *             of floats) and reused (at most 0.25 global load requests x 32 lanes per FMA;
- *             the naive kernel needs 2)
+ *   concept   (CPU backend) on a shape drawn from the seed (m, n 240 or 248, k not a multiple of
+ *             32): global loads coalesced (at most 4.5 sectors per request of floats) and reused
+ *             (at most 0.25 global load requests x 32 lanes per FMA; the naive kernel needs 2)
+ *   staged    (GPU) at 2048^3, every kernel your launcher launches that multiplies (FFMA in
+ *             its machine code) also reads shared memory (LDS): the tiles are staged there
  *   speed     (GPU) at least 1.2x matmul_naive at 2048^3, cuBLAS timed beside it
  * The lesson and the hints are in README.md beside this file. */
 #include "cuda_check.h"

@@ -10,8 +10,11 @@
  *
  * Graded by `make grade CH=04 STEP=3`:
  *   correct   the shapes of step 1 (README.md lists them), twice each, C poisoned first
- *   concept   (CPU backend) at 128^3: at least 2 FMAs per shared load (the FMAs over the
- *             shared load requests x 32 lanes; step 2's reference has 0.89)
+ *   concept   (CPU backend) on a shape drawn from the seed (m, n 240 or 248, k not a multiple of
+ *             32): at least 2 FMAs per shared load (the FMAs over the shared load requests x 32
+ *             lanes; step 2's reference has 0.89)
+ *   staged    (GPU) at 2048^3, every kernel your launcher launches that multiplies (FFMA in
+ *             its machine code) also reads shared memory (LDS): the tiles are staged there
  *   speed     (GPU) at least 1.4x step 2's reference at 2048^3, cuBLAS timed beside it
  * The hints are in README.md, "Step 3". */
 #include "cuda_check.h"

@@ -13,8 +13,11 @@
  * Graded by `make grade CH=04 STEP=4`:
  *   correct   the shapes of step 1 (README.md lists them; 130x132x260 takes a float4 path with
  *             tails in m, k and n, 31x45x36 must not read A as float4s), twice each
- *   concept   (CPU backend) at 128^3: shared loads and global loads at least 12 bytes a lane
- *             on average (float4: 16; step 3's reference: 4)
+ *   concept   (CPU backend) on a shape drawn from the seed (m, n 240 or 248, k not a multiple of
+ *             32): shared loads and global loads at least 12 bytes a lane on average (float4: 16;
+ *             step 3's reference: 4)
+ *   staged    (GPU) at 2048^3, every kernel your launcher launches that multiplies (FFMA in
+ *             its machine code) also reads shared memory (LDS): the tiles are staged there
  *   speed     (GPU) at least 1.08x step 3's reference at 2048^3, cuBLAS timed beside it
  * The hints are in README.md, "Step 4". */
 #include "cuda_check.h"

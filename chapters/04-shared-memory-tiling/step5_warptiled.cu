@@ -10,8 +10,11 @@
  *
  * Graded by `make grade CH=04 STEP=5`:
  *   correct   the shapes of step 1 (README.md lists them), twice each, C poisoned first
- *   concept   (CPU backend) at 128^3: at most 4 shared wavefronts per shared load request
- *             (step 4's reference: 5), its shared loads still at least 12 bytes a lane
+ *   concept   (CPU backend) on a shape drawn from the seed (m, n 240 or 248, k not a multiple of
+ *             32): at most 4 shared wavefronts per shared load request (step 4's reference: 5), its
+ *             shared loads still at least 12 bytes a lane
+ *   staged    (GPU) at 2048^3, every kernel your launcher launches that multiplies (FFMA in
+ *             its machine code) also reads shared memory (LDS): the tiles are staged there
  *   speed     (GPU) at least 0.97x step 4's reference at 2048^3 (no slower: the gain is too small
  *             to time apart; the concept test counts the idea), cuBLAS timed beside it
  * The hints are in README.md, "Step 5". */

@@ -16,6 +16,8 @@
  *             configuration of TILED_CONFIGS on 67x45x131, 130x132x260 and 31x45x36 (k = 45
  *             and 132: slices of one step of k and of several); at least one split-K
  *             configuration among them
+ *   staged    (GPU) at 4096x4096x72, every kernel your launcher launches that multiplies (FFMA in
+ *             its machine code) also reads shared memory (LDS): the tiles are staged there
  *   speed     (GPU) at least 5.5x step 5's reference at 4096x4096x72, and at least 0.95x it at
  *             4096^3, cuBLAS timed beside each
  * On the CPU backend only correctness is graded: the idea is graded by speed on a GPU.
