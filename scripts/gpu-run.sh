@@ -62,10 +62,14 @@ if [[ $sanitize != only ]]; then
     [[ ${SKIP_STARTERS:-0} == 1 ]] || kinds+=" starter"
     [[ ${SKIP_MUTANTS:-0} == 1 ]] || kinds+=" mutant"
     echo "== the judge ($kinds)" >> "$log"
+    # a CUDA context held while the graders run (scripts/grade.sh says why), ended after them
+    build/cuda/probe --hold > /dev/null 2>&1 &
+    holder=$!
     t0=$SECONDS
     JUDGE_KINDS=$kinds JUDGE_TIMEOUT=$limit JUDGE_LOG=$out/graders scripts/judge.sh cuda $chapters 2>&1 |
         tee -a "$log" | grep -E '^(ok|FAIL)  |^judge: '
     rc=${PIPESTATUS[0]}
+    kill "$holder" 2>/dev/null
     note "the judge: $(tail -n 1 "$log") (exit $rc in $((SECONDS - t0)) s)"
 
     if [[ ${SKIP_BENCH:-0} != 1 ]]; then
