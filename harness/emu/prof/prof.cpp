@@ -34,6 +34,7 @@
 #include <fcntl.h>
 #include <link.h>
 #include <map>
+#include <malloc.h>
 #include <pthread.h>
 #include <spawn.h>
 #include <string>
@@ -125,6 +126,7 @@ std::vector<uint16_t> g_alloc_order; /* per allocation: 0 untouched, else its bu
 uint16_t g_touched;
 uint16_t g_region;                    /* classify_access's answer besides the space */
 uintptr_t g_host_lo, g_host_hi;   /* the launching OS thread's stack (the launch's argument pack) */
+uintptr_t g_pack_lo, g_pack_hi;   /* a queued launch's own copy of its pack, on the heap */
 char g_message[1024];
 
 /* ---- the program's layout: TLS symbols from its ELF symbol table */
@@ -434,8 +436,9 @@ inline int classify_access(uintptr_t a, uint32_t size, uint8_t kind, uintptr_t p
             return GLOBAL;
         }
     }
-    if (in(a, g_host_lo, g_host_hi))
-        return -1; /* the launch's argument pack, on the launching thread's stack */
+    if (in(a, g_host_lo, g_host_hi) || in(a, g_pack_lo, g_pack_hi))
+        return -1; /* the launch's argument pack: on the launching thread's stack, or the copy a
+                      launch queued on a stream or captured in a graph keeps on the heap */
     for (const Region &r : g_image)
         if (in(a, r.lo, r.hi)) {
             g_region = 0;
@@ -781,7 +784,7 @@ Cfg g_cfg;
 
 /* ---- the scheduler's calls */
 
-void prof_launch_begin(const void *, const Cfg &c)
+void prof_launch_begin(const void *, const Cfg &c, const void *pack)
 {
     if (!g_layout)
         find_layout();
@@ -811,6 +814,14 @@ void prof_launch_begin(const void *, const Cfg &c)
         g_host_lo = (uintptr_t)lo;
         g_host_hi = (uintptr_t)lo + size;
         pthread_attr_destroy(&attr);
+    }
+    /* a pack off this stack is the copy a queued or captured launch made with new (the launch
+     * templates of include/emu/device.h): the heap block malloc gave it */
+    g_pack_lo = 1;
+    g_pack_hi = 0;
+    if (pack && !in((uintptr_t)pack, g_host_lo, g_host_hi)) {
+        g_pack_lo = (uintptr_t)pack;
+        g_pack_hi = (uintptr_t)pack + malloc_usable_size(const_cast<void *>(pack));
     }
     g_in_launch = true;
 }

@@ -120,7 +120,7 @@ bool prof_current(ProfThread *t);          /* false outside a CUDA thread */
 /* stop the kernel with cudaErrorIllegalAddress; the report names the thread, then message,
  * then the source line of pc (a return address in the access's code) */
 [[noreturn]] void prof_fail(const char *message, uintptr_t pc);
-void prof_launch_begin(const void *kernel, const Cfg &c);
+void prof_launch_begin(const void *kernel, const Cfg &c, const void *pack);
 void prof_launch_end(const void *kernel, bool ok);
 void prof_block_begin(unsigned nthreads);
 void prof_block_end(bool ok);

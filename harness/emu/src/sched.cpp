@@ -1083,7 +1083,7 @@ void run_kernel(const void *kernel, const Cfg &c, void (*body)(void *), void *pa
     (void)os_threads(l.nblocks); /* checked, then ignored: the profile's accounting is one
                                     OS thread's */
     const unsigned helpers = 0;
-    prof_launch_begin(kernel, c);
+    prof_launch_begin(kernel, c, pack);
 #else
     const unsigned helpers = os_threads(l.nblocks) - 1;
 #endif
