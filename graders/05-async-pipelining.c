@@ -147,12 +147,6 @@ static const char *step_cannot_run(const struct gemm_step *g, int cc, char *why,
     return why;
 }
 
-static int device_cc(void)
-{
-    const struct device_info *d = grader_device();
-    return 10 * d->cc_major + d->cc_minor;
-}
-
 /* ---- the problem ---------------------------------------------------------------------------- */
 
 /* What the bad elements of C suggest, for this chapter's bugs, in step k's file. */
@@ -311,7 +305,7 @@ START_TEST(sass)
     int slot = grade_slot();
     const struct sass_check *k = grade_ctx();
     char why[256], arch[16];
-    snprintf(arch, sizeof arch, "sm_%d%s", device_cc(), k->arch_specific ? "a" : "");
+    snprintf(arch, sizeof arch, "sm_%d%s", grader_cc(), k->arch_specific ? "a" : "");
     int nfn, nwith;
     ck_assert_msg(sass_count(k->kernel, k->opcode, arch, &nfn, &nwith, why, sizeof why) == 0,
                   "%s", why);
@@ -343,10 +337,8 @@ static void add_sass(Suite *s, int step, int on_gpu)
             grader_skip(t, "graded on a GPU only: the CPU backend runs no machine code");
         else if (!sass_on_path("cuobjdump"))
             grader_skip(t, "cuobjdump is not on PATH (it comes with the CUDA toolkit)");
-        else if (grader_add_ctx(s, "sass", sass, &t, 1, 120, k) >= 0) {
-            char why[256]; /* the machine code, read once here (sass.h) */
-            sass_preload(why, sizeof why);
-        }
+        else if (grader_add_ctx(s, "sass", sass, &t, 1, 120, k) >= 0)
+            sass_preload(NULL, 0); /* the machine code, read once here (sass.h) */
     }
 }
 
@@ -356,7 +348,7 @@ static void add_tests(Suite *s)
 {
     const struct device_info *dev = grader_device();
     int on_gpu = strcmp(dev->backend, "cuda") == 0;
-    int cc = device_cc();
+    int cc = grader_cc();
 
     for (int k = 1; k <= NSTEPS; k++) {
         grader_step(k, STEP[k].title);

@@ -35,13 +35,9 @@ void flow_title(const struct flow_kind *k, const struct flow_shapes *s, int i, c
 
 /* ---- correctness ---------------------------------------------------------------------------- */
 
-/* the kernels the last graded run launched (flow_launched) */
+/* the kernels the last graded run of this test launched: recorded in the runner, received in
+ * the judge (launches.h) */
 static struct launch_log last_launches;
-
-const struct launch_log *flow_launched(void)
-{
-    return &last_launches;
-}
 
 /* fn once on p, as graded: in the runner (or an unsplit test) the launch and its
  * synchronisation, with the kernels it launched recorded; in the judge, what the runner's run
@@ -293,7 +289,7 @@ int flow_add_speed(Suite *s, const struct flow_speed *sp)
     return grader_add_timed_ctx(s, sp->tcase, flow_speed_test, title, sp->timeout_s, sp);
 }
 
-/* ---- what a launcher launches ----------------------------------------------------------------- */
+/* ---- what a launcher launches ---------------------------------------------------------------- */
 
 void flow_launches_of(const struct flow_kind *k, const void *shape, flow_fn fn, int slot,
                       const char *what, struct launch_log *out)

@@ -147,16 +147,14 @@ struct flow_speed {
  * Returns its slot or -1. sp must outlive the run (a static). One a step, say. */
 int flow_add_speed(Suite *s, const struct flow_speed *sp);
 
-/* ---- what a launcher launches ----------------------------------------------------------------- */
+/* ---- what a launcher launches ---------------------------------------------------------------- */
 
-/* In the judge (or an unsplit test), the kernels the last graded run of this test launched:
- * each graded run records them in the runner and hands them over (launches.h; recorded = 0
- * where the launches are not wrapped: the CPU backend). A speed test shows yours' under a
- * FAIL ("launched: ..."): the blocks against the SMs and the work a thread, which is often
- * why a kernel is slow. */
-const struct launch_log *flow_launched(void);
-
-/* A test's whole body: fn once on fresh inputs of shape, checked ("WHAT: ..." on a mismatch),
+/* Every graded run records the kernels it launched in the runner and hands them to the judge
+ * (launches.h; recorded = 0 where the launches are not wrapped: the CPU backend). A speed test
+ * shows yours' under a FAIL ("launched: ..."): the blocks against the SMs and the work a thread,
+ * which is often why a kernel is slow.
+ *
+ * A test's whole body: fn once on fresh inputs of shape, checked ("WHAT: ..." on a mismatch),
  * and what it launched into *out, in the judge. Split like flow_correct: the test's first
  * step. */
 void flow_launches_of(const struct flow_kind *k, const void *shape, flow_fn fn, int slot,

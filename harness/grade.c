@@ -190,6 +190,12 @@ const struct device_info *grader_device(void)
 
 /* A checked fixture: runs in each test's child before the test. Tests run one at a time, in
  * the order they were added, so a shared counter names the test. */
+int grader_cc(void)
+{
+    const struct device_info *d = grader_device();
+    return d->cc_major * 10 + d->cc_minor;
+}
+
 static void exit_seen(int status, void *arg)
 {
     (void)arg;
@@ -523,6 +529,12 @@ void grade_split(void)
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 }
 
+/* the hint of a test that ended with status 0 before its end, in its own process or its runner */
+static const char EARLY_EXIT_HINT[] =
+    "a graded call must return to its caller: report an error with its return value (or a "
+    "checking macro that returns), never by ending the process; a process that ends early "
+    "grades nothing";
+
 /* The judge's, when its runner is gone before it said so: end as it ended. */
 static void runner_died(void)
 {
@@ -536,9 +548,7 @@ static void runner_died(void)
     }
     if (WIFEXITED(st) && WEXITSTATUS(st) != 0)
         exit(WEXITSTATUS(st));
-    grade_hint(running, "a graded call must return to its caller: report an error with its "
-                        "return value (or a checking macro that returns), never by ending the "
-                        "process; a process that ends early grades nothing");
+    grade_hint(running, "%s", EARLY_EXIT_HINT);
     ck_abort_msg("the test stopped before its end: the code it graded ended its process with "
                  "status 0 (exit(0) or _exit(0)) before the graded call returned");
 }
@@ -868,9 +878,7 @@ static void report(int i, TestResult *r)
             snprintf(cut, sizeof cut, "the test stopped before its end: its process ended with "
                      "status 0 (_exit, or a thread that called exit_group) in the code it graded");
         printf("  FAIL  %s: %s\n", title, cut);
-        print_block("hint: ", "a graded call must return to its caller: report an error with "
-                              "its return value (or a checking macro that returns), never by "
-                              "ending the process; a process that ends early grades nothing");
+        print_block("hint: ", EARLY_EXIT_HINT);
         tsv_row(step_col(step_of[i]), title, "FAIL", cut);
         step_count(i, tcases[i], title, "FAIL", cut, NULL);
         print_stderr_of(i);

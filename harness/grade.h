@@ -35,6 +35,9 @@ void grader_init(const char *chapter);
 /* What grader_init found; backend "none" and name holding the reason when no device answered. */
 const struct device_info *grader_device(void);
 
+/* Its compute capability as one number: 90 for 9.0 (a grader names an arch "sm_90" by it). */
+int grader_cc(void);
+
 /* Add fn as n loop iterations (_i = 0..n-1) of a test case named tcase, titled titles[i], with
  * a timeout in seconds (scaled by CK_TIMEOUT_MULTIPLIER as Check does). Returns the slot of
  * iteration 0: iteration _i writes its notes to slot + _i. */

@@ -41,7 +41,7 @@ void sass_scan(const char *text, const char *kernel, const char *opcode, const c
  * machine code): disassembling a grader takes cuobjdump about ten seconds on the H200's host,
  * once a test before; and the dump is then taken before any code under grading has run, so
  * nothing that code does to the file on disk reaches it. Returns 0, or -1 with `why` filled
- * (sass_count then runs cuobjdump itself). */
+ * (why may be NULL, len 0: sass_count then runs cuobjdump itself and says why there). */
 int sass_preload(char *why, size_t len);
 
 /* The SASS of this very program (found by its resolved path), in the cubin for `arch`
