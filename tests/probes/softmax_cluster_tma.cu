@@ -1,6 +1,6 @@
 // softmax_cluster_tma.cu: a probe for chapter 07's long rows (65536 to 262144 columns), where the
 // step-4 reference streams each row twice (3 passes of traffic) and reaches 66-79% of the copy
-// kernel on the H200. Here a cluster of CL blocks holds a row, 64 KB of it a block; the blocks
+// kernel on the H200. Here a cluster of CL blocks holds a row, CHUNK_BYTES of it a block; the blocks
 // are persistent (as many clusters as fit, each taking every ncl-th row), and each block's
 // chunk of the next two rows is already on its way into shared memory (bulk asynchronous copies,
 // cp.async.bulk with an mbarrier a buffer: the TMA unit, no tensor map) while it reduces and
@@ -9,9 +9,11 @@
 // row and one write, with the loads of the next rows in flight during the reduction and the
 // stores: what the streaming reference cannot overlap.
 //
-// Measured on the H200 (2026-12-02, driver 580.159.04): fp32 512 x 65536, clusters of 4, 30
-// clusters: 3153 GB/s against the copy kernel's 3677 in the same run, 85.7% (the reference:
-// 79% in plots/data/h200/07-memory-bound.tsv); the other shapes did not run in that visit.
+// Measured on the H200 (2026-12-02, driver 580.159.04, SM clock 1980 MHz), each configuration
+// beside the copy kernel in the same run: plots/data/h200/probe-softmax-cluster.tsv, three shapes
+// of block (64 KB and 512 threads, 32 KB and 256 or 512) at rows of 16384 to 262144 columns,
+// fp32 and bf16. fp32 at 64 KB a block: 94% of the copy at 16384 columns, 92% at 32768, 86% at
+// 65536, 78% at 131072, 60% at 262144; bf16 runs lower at the same bytes a row.
 // Build and run on a GPU of compute capability 9.0:
 //   nvcc -O3 -std=c++17 -arch=sm_90a -o softmax_cluster_tma tests/probes/softmax_cluster_tma.cu
 //   ./softmax_cluster_tma
@@ -34,9 +36,6 @@ namespace cg = cooperative_groups;
         }                                                                                          \
     } while (0)
 
-#define THREADS 512
-#define CHUNK_BYTES (64 * 1024)
-#define VEC_PER_THREAD (CHUNK_BYTES / 16 / THREADS) // 8
 
 __device__ __forceinline__ uint32_t su32(const void *p)
 {
@@ -116,10 +115,11 @@ __device__ __forceinline__ float2 merge(float2 a, float2 b)
 }
 
 // values are kept pre-scaled by log2(e): exp(x - m) = exp2(x*L2E - m*L2E)
-template <typename T>
+template <typename T, int CHUNK_BYTES, int THREADS>
 __global__ void __launch_bounds__(THREADS, 1)
     softmax_long(const T *__restrict__ x, T *__restrict__ y, int rows, int cols)
 {
+    constexpr int VEC_PER_THREAD = CHUNK_BYTES / 16 / THREADS;
     extern __shared__ __align__(128) unsigned char buf[]; // 2 x CHUNK_BYTES
     __shared__ uint64_t bar[2];
     __shared__ float2 part[2];
@@ -233,12 +233,12 @@ static float bf2f(__nv_bfloat16 h)
     return f;
 }
 
-template <typename T> static void run(int rows, int cols, int sms)
+template <typename T, int CHUNK_BYTES, int THREADS> static void run(int rows, int cols, int sms)
 {
     size_t n = (size_t)rows * cols, bytes = n * sizeof(T);
     int E = CHUNK_BYTES / sizeof(T), CL = cols / E;
     if (cols % E || CL > 16) {
-        printf("skip %dx%d\n", rows, cols);
+        printf("skip %dx%d (chunk %d KB)\n", rows, cols, CHUNK_BYTES / 1024);
         return;
     }
     std::vector<T> h(n);
@@ -254,7 +254,7 @@ template <typename T> static void run(int rows, int cols, int sms)
     CK(cudaMalloc(&dx, bytes));
     CK(cudaMalloc(&dy, bytes));
     CK(cudaMemcpy(dx, h.data(), bytes, cudaMemcpyHostToDevice));
-    auto kern = softmax_long<T>;
+    auto kern = softmax_long<T, CHUNK_BYTES, THREADS>;
     CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, 2 * CHUNK_BYTES));
     if (CL > 8)
         CK(cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
@@ -334,24 +334,29 @@ template <typename T> static void run(int rows, int cols, int sms)
     CK(cudaEventElapsedTime(&cms, e0, e1));
     cms /= reps;
     CK(cudaGetLastError());
-    printf("%-5s %6dx%-7d CL %2d clusters %3d  softmax %.4f ms %7.1f GB/s  copy %.4f ms %7.1f GB/s "
+    printf("%-5s %6dx%-7d chunk %3d KB x %4d threads CL %2d clusters %3d  softmax %.4f ms %7.1f GB/s  copy %.4f ms %7.1f GB/s "
            " = %5.1f%%  max rel err %.2e\n",
-           sizeof(T) == 4 ? "f32" : "bf16", rows, cols, CL, ncl, ms, 2 * bytes / ms / 1e6, cms,
+           sizeof(T) == 4 ? "f32" : "bf16", rows, cols, CHUNK_BYTES / 1024, THREADS, CL, ncl, ms, 2 * bytes / ms / 1e6, cms,
            2 * bytes / cms / 1e6, 100 * cms / ms, worst);
     CK(cudaFree(dx));
     CK(cudaFree(dy));
+}
+
+template <typename T> static void shapes(int sms)
+{
+    const int total = sizeof(T) == 4 ? (1 << 25) : (1 << 26); /* 128 MB a tensor */
+    for (int cols : {16384, 32768, 65536, 131072, 262144}) {
+        run<T, 64 * 1024, 512>(total / cols, cols, sms);
+        run<T, 32 * 1024, 256>(total / cols, cols, sms);
+        run<T, 32 * 1024, 512>(total / cols, cols, sms);
+    }
 }
 
 int main()
 {
     int sms;
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-    run<float>(512, 65536, sms);
-    run<float>(256, 131072, sms);
-    run<float>(128, 262144, sms);
-    run<__nv_bfloat16>(512, 65536, sms);
-    run<__nv_bfloat16>(128, 262144, sms);
-    run<float>(2048, 16384, sms);
-    run<__nv_bfloat16>(2048, 16384, sms);
+    shapes<float>(sms);
+    shapes<__nv_bfloat16>(sms);
     return 0;
 }
