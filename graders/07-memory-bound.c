@@ -577,7 +577,8 @@ static const struct { int gpu_rows, cpu_rows, cols, vec, ops; } ROW_SHAPES[] = {
     { 8, 4, 4097, V_SHIFTED, FOR_NORMS }, { 4, 2, 32768, V_SHIFTED, FOR_NORMS },
     { 2, 1, 262144, V_SHIFTED, FOR_NORMS }, { 7, 2, 100000, V_UNIFORM, 3 },
     { 3, 1, 100000, V_NAN, 3 },          { 11, 2, 40000, V_UNIFORM, 3 },
-    { 4, 1, 40000, V_SHIFTED, FOR_NORMS },
+    { 4, 1, 40000, V_SHIFTED, FOR_NORMS }, { 2, 1, 40000, V_LARGE, 3 },
+    { 3, 1, 40000, V_NEGINF, FOR_SOFTMAX }, { 3, 1, 40000, V_NAN, 3 },
 };
 /* n of the sums: { GPU n, CPU n, vec } */
 static const struct { int gpu_n, cpu_n, vec; } SUM_SHAPES[] = {

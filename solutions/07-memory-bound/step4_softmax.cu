@@ -39,14 +39,16 @@
  *   boundary (cols % 4 == 0 for f32, cols % 8 == 0 for bf16, and 16-byte aligned pointers),
  *   one element at a time otherwise.
  * Numerics: fp32 throughout, bf16 widened on the load and rounded once on the store
- *   (__float2bfloat16_rn). expf, not __expf: expf's error is at most 2 ulp over its whole
- *   range, where __expf's grows with |x| and reaches tens of ulp on the tiny outputs at the
- *   far end of the row's range (harmless for bf16, not for an f32 output compared against a
- *   double-precision reference). One ex2 and a few FMAs an element, far from the SFU's limit
- *   at these bandwidths.
- *   Edge cases: the max keeps a NaN where fmaxf would drop it, so m and every exponential
- *   taken against it are NaN (the NaN's own exponential also reaches the sum): a row holding a
- *   NaN is NaN throughout. -inf entries give exp(-inf) = 0. A thread (or lane) whose values
+ *   (__float2bfloat16_rn). fp32 rows: expf, not __expf: expf's error is at most 2 ulp over its
+ *   whole range, where __expf's grows with |x| and reaches tens of ulp on the tiny outputs at
+ *   the far end of the row's range (not good enough for an f32 output compared against a
+ *   double-precision reference). bf16 rows: the SFU's ex2 on (x - max) log2 e (exp_of says
+ *   why): half the bytes an element, so twice the elements a clock at the copy's bandwidth,
+ *   and instructions an element become the limit before the SFU does.
+ *   Edge cases: the max keeps a NaN where fmaxf would drop it (fp32; bf16's fmaxf drops it,
+ *   and its exponential is NaN all the same), so m and every exponential taken against it are
+ *   NaN (the NaN's own exponential also reaches the sum): a row holding a NaN is NaN
+ *   throughout. -inf entries give exp(-inf) = 0. A thread (or lane) whose values
  *   are all -inf (or that holds none) has max -inf and sum 0; it subtracts 0 instead of its
  *   max, because -inf - (-inf) is NaN (exp_base below). A row that is all -inf comes out NaN
  *   (0 / 0), as in PyTorch; the contract does not define it.
@@ -76,6 +78,7 @@ namespace cg = cooperative_groups;
 #define ROWS_PER_BLOCK 8      /* the warp-a-row kernel: 8 warps, 8 rows a block */
 #define WARP_ROW_MAX 1024     /* up to this many columns a warp holds a row: 32 values a lane */
 #define HELD_ROW_MAX 32768    /* up to this many a block holds it: 32 values a thread, 1024 threads */
+#define PACKED_ROW_MAX 65536  /* bf16 rows up to this many a block holds as loaded: 64 a thread */
 #define STREAM_THREADS 1024   /* the streaming kernel, for longer rows */
 #define STREAM_EPT 16         /* values a thread loads at a time there: 64 bytes of f32 in flight */
 #define CLUSTER_MAX 2         /* rows up to 2 * HELD_ROW_MAX held by a cluster (fp32 only): see
@@ -109,11 +112,12 @@ static __device__ __forceinline__ void store_w(float *p, const float *v)
 /* bf16 -> fp32 is exact: a bf16's bits are the top 16 bits of the float it stands for */
 static __device__ __forceinline__ float bf16_lo(unsigned w) { return __uint_as_float(w << 16); }
 static __device__ __forceinline__ float bf16_hi(unsigned w) { return __uint_as_float(w & 0xffff0000u); }
-/* two floats rounded to nearest-even bf16, packed as they lie in memory (the first low) */
+/* two floats rounded to nearest-even bf16, packed as they lie in memory (the first low): one
+ * conversion instruction for the pair on a GPU (cvt.rn.bf16x2.f32) */
 static __device__ __forceinline__ unsigned bf16x2_rn(float lo, float hi)
 {
-    return (unsigned)__bfloat16_as_ushort(__float2bfloat16_rn(lo)) |
-           (unsigned)__bfloat16_as_ushort(__float2bfloat16_rn(hi)) << 16;
+    const __nv_bfloat162 pair = __floats2bfloat162_rn(lo, hi);
+    return (unsigned)__bfloat16_as_ushort(pair.x) | (unsigned)__bfloat16_as_ushort(pair.y) << 16;
 }
 
 template <int W>
@@ -186,6 +190,31 @@ static __device__ __forceinline__ float max_nan(float a, float b)
     return (a > b || a != a) ? a : b;
 }
 
+/* exp(d) for d = x - base <= 0, an element's exponential. FAST (bf16 rows): 2^(d log2 e) on
+ * the SFU's ex2 (ex2.approx.f32, relative error about 2^-22), three instructions with the
+ * subtraction where expf takes about eight. A bf16 element is 4 bytes of traffic where an
+ * fp32 one is 8: at the copy's ~3.7 TB/s over 132 SMs at 1.98 GHz an SM must finish about 3.5
+ * bf16 elements a clock, and at 128 instructions a clock that leaves about 36 instructions an
+ * element for everything (loads, max, exponential, sum, scale, conversions, stores and the
+ * row's reduction). Its error, d u relative from rounding d log2 e, is inside the tolerance's
+ * 4 d u, and far below bf16's 2^-8. fp32 rows keep expf: twice the bytes an element leave
+ * room for it. */
+template <bool FAST>
+static __device__ __forceinline__ float exp_of(float d)
+{
+    if constexpr (FAST) {
+#ifdef __CUDA_ARCH__
+        float y;
+        asm("ex2.approx.f32 %0, %1;" : "=f"(y) : "f"(d * 1.4426950408889634f));
+        return y;
+#else
+        return exp2f(d * 1.4426950408889634f);
+#endif
+    } else {
+        return expf(d);
+    }
+}
+
 /* What exp's arguments are taken against: the max, or 0 while every value is -inf. Then
  * exp(-inf - 0) = 0 as it should be, where exp(-inf - (-inf)) would be exp(NaN). */
 static __device__ __forceinline__ float exp_base(float m)
@@ -209,22 +238,27 @@ static __device__ __forceinline__ void merge(float &m, float &s, float m_b, floa
 }
 
 /* The pair of a thread's own EPT values, which become exp(v - base): the max first (they are
- * in registers), then each exponential once. */
-template <int EPT>
+ * in registers), then each exponential once. FAST: fmaxf, one instruction where max_nan takes
+ * three; a NaN it drops still reaches the sum (exp(NaN) is NaN), so the row is NaN all the
+ * same, and a thread whose values are all NaN has max -inf and base 0. */
+template <bool FAST, int EPT>
 static __device__ __forceinline__ void slice_max_sum(float (&v)[EPT], float &m, float &s)
 {
     m = -INFINITY;
 #pragma unroll
     for (int p = 0; p < EPT; ++p)
-        m = max_nan(m, v[p]);
+        m = FAST ? fmaxf(m, v[p]) : max_nan(m, v[p]);
     const float base = exp_base(m);
     s = 0.0f;
 #pragma unroll
     for (int p = 0; p < EPT; ++p) {
-        v[p] = expf(v[p] - base);
+        v[p] = exp_of<FAST>(v[p] - base);
         s += v[p];
     }
 }
+
+/* the fast exponential for bf16 rows (exp_of) */
+template <typename T> constexpr bool fast_exp = sizeof(T) == 2;
 
 /* Every lane ends with the warp's pair: a butterfly over all 32 lanes (a lane holding nothing
  * holds (-inf, 0), which changes nothing). merge is symmetric, so both lanes of each exchange
@@ -276,6 +310,42 @@ static __device__ __forceinline__ void block_merge(float &m, float &s)
     warp_merge(m, s);
 }
 
+/* block_merge's result in two plain reductions, as warp_max_sum does for a warp: the block's
+ * max by max alone, then each thread rescales its sum to it with one exponential and the sums
+ * are added. Two barriers instead of one, but no exponential inside the trees, and so fewer
+ * registers live beside a held row. Returns the thread's factor exp(m_thread - m); s becomes
+ * the block's sum. Once a block, as block_merge. */
+static __device__ __forceinline__ float block_max_sum(float m_thread, float &s)
+{
+    __shared__ float s_max[WARP], s_sum[WARP];
+    const int lane = threadIdx.x % WARP, warp = threadIdx.x / WARP;
+    const bool has = lane < (int)(blockDim.x / WARP);
+    float m = m_thread;
+#pragma unroll
+    for (int offset = WARP / 2; offset > 0; offset /= 2)
+        m = max_nan(m, __shfl_xor_sync(FULL_MASK, m, offset));
+    if (lane == 0)
+        s_max[warp] = m;
+    __syncthreads(); /* every warp's max is written */
+    m = has ? s_max[lane] : -INFINITY;
+#pragma unroll
+    for (int offset = WARP / 2; offset > 0; offset /= 2)
+        m = max_nan(m, __shfl_xor_sync(FULL_MASK, m, offset));
+    const float factor = expf(m_thread - exp_base(m));
+    s *= factor;
+#pragma unroll
+    for (int offset = WARP / 2; offset > 0; offset /= 2)
+        s += __shfl_xor_sync(FULL_MASK, s, offset);
+    if (lane == 0)
+        s_sum[warp] = s;
+    __syncthreads(); /* every warp's sum is written */
+    s = has ? s_sum[lane] : 0.0f;
+#pragma unroll
+    for (int offset = WARP / 2; offset > 0; offset /= 2)
+        s += __shfl_xor_sync(FULL_MASK, s, offset);
+    return factor;
+}
+
 /* ---- the kernels ---------------------------------------------------------------------------
  * After the reduction a thread holds exp(x - base_t) for its values (base_t its own max, or 0
  * if they are all -inf) and the row's (m, s). Its outputs are v * exp(m_t - m) / s, with m_t,
@@ -293,7 +363,7 @@ softmax_warp_kernel(const T *__restrict__ in, T *__restrict__ out, int rows, int
     const int lane = threadIdx.x % WARP;
     float v[EPT], m, s, lane_scale;
     load_slice<EPT, W>(in + (size_t)row * cols, cols, 0, lane, WARP, -INFINITY, v);
-    slice_max_sum(v, m, s);
+    slice_max_sum<fast_exp<T>>(v, m, s);
     warp_max_sum(m, s, &lane_scale);
     const float scale = lane_scale / s;
 #pragma unroll
@@ -310,7 +380,7 @@ softmax_block_kernel(const T *__restrict__ in, T *__restrict__ out, int cols)
     const size_t offset = (size_t)blockIdx.x * cols;
     float v[EPT], m, s;
     load_slice<EPT, W>(in + offset, cols, 0, threadIdx.x, blockDim.x, -INFINITY, v);
-    slice_max_sum(v, m, s);
+    slice_max_sum<fast_exp<T>>(v, m, s);
     const float m_thread = m;
     block_merge(m, s);
     const float scale = expf(m_thread - m) / s;
@@ -318,6 +388,85 @@ softmax_block_kernel(const T *__restrict__ in, T *__restrict__ out, int cols)
     for (int p = 0; p < EPT; ++p)
         v[p] *= scale;
     store_slice<EPT, W>(out + offset, cols, 0, threadIdx.x, blockDim.x, v);
+}
+
+/* the 8 bf16 of a 16-byte access, widened (in registers: no address of q is taken, which
+ * would put the held row in local memory) */
+static __device__ __forceinline__ void widen8(const uint4 &q, float *v)
+{
+    v[0] = bf16_lo(q.x); v[1] = bf16_hi(q.x); v[2] = bf16_lo(q.y); v[3] = bf16_hi(q.y);
+    v[4] = bf16_lo(q.z); v[5] = bf16_hi(q.z); v[6] = bf16_lo(q.w); v[7] = bf16_hi(q.w);
+}
+
+/* Each pass over a held row widens its values again, and the compiler would rather keep the
+ * 64 floats (or exponentials) of one pass for the next (the same expressions), 64 more
+ * registers than a thread has, so it would spill. An empty asm that claims to change the
+ * held registers makes each pass compute from them afresh. */
+template <int N>
+static __device__ __forceinline__ void reread(uint4 (&q)[N])
+{
+#pragma unroll
+    for (int k = 0; k < N; ++k)
+        asm volatile("" : "+r"(q[k].x), "+r"(q[k].y), "+r"(q[k].z), "+r"(q[k].w));
+}
+
+/* A block a row for 16-byte aligned bf16 rows of up to PACKED_ROW_MAX columns: 64 values a
+ * thread, kept as they were loaded (8 bf16 to a uint4, 32 registers) and widened each time
+ * they are read, because 64 floats would not fit the 64 registers a thread has at 1024 threads.
+ * The price is a second exponential an element (the first only reaches the sum): cheap with
+ * exp_of's ex2, and the row is still read once. Columns past the end hold -inf (0xff80). */
+static __global__ void __launch_bounds__(1024)
+softmax_block_packed_kernel(const __nv_bfloat16 *__restrict__ in, __nv_bfloat16 *__restrict__ out,
+                            int cols)
+{
+    constexpr int W = 8, ACCESSES = PACKED_ROW_MAX / 1024 / W; /* 8 accesses, 64 values */
+    uint4 q[ACCESSES];
+#pragma unroll
+    for (int k = 0; k < ACCESSES; ++k) {
+        const int col = (threadIdx.x + k * blockDim.x) * W;
+        q[k] = col < cols ? *reinterpret_cast<const uint4 *>(in + (size_t)blockIdx.x * cols + col)
+                          : make_uint4(0xff80ff80u, 0xff80ff80u, 0xff80ff80u, 0xff80ff80u);
+    }
+    float m = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < ACCESSES; ++k) {
+        float v[W];
+        widen8(q[k], v);
+#pragma unroll
+        for (int j = 0; j < W; ++j)
+            m = fmaxf(m, v[j]);
+    }
+    const float m_thread = m;
+    reread(q);
+    float s = 0.0f;
+#pragma unroll
+    for (int k = 0; k < ACCESSES; ++k) {
+        float v[W];
+        widen8(q[k], v);
+#pragma unroll
+        for (int j = 0; j < W; ++j)
+            s += exp_of<true>(v[j] - exp_base(m_thread));
+    }
+    const float scale = block_max_sum(m_thread, s) / s, base = exp_base(m_thread);
+    reread(q);
+    /* the row's address again, not kept through the passes: every register counts here */
+    int col = threadIdx.x * W, stride = blockDim.x * W, row = blockIdx.x;
+    asm volatile("" : "+r"(row));
+    __nv_bfloat16 *y = out + (size_t)row * cols + col;
+#pragma unroll
+    for (int k = 0; k < ACCESSES; ++k) {
+        if (col < cols) {
+            float v[W];
+            widen8(q[k], v);
+#pragma unroll
+            for (int j = 0; j < W; ++j)
+                v[j] = exp_of<true>(v[j] - base) * scale;
+            store_w<W>(y, v);
+        }
+        asm volatile("" : "+r"(stride)); /* one address at a time, not all eight kept */
+        col += stride;
+        y += stride;
+    }
 }
 
 /* A block a row too long to hold: the online update over the row in slices of STREAM_EPT
@@ -333,7 +482,7 @@ softmax_stream_kernel(const T *__restrict__ in, T *__restrict__ out, int cols)
     for (int first = 0; first < cols; first += step) {
         float v[STREAM_EPT], m_slice, s_slice;
         load_slice<STREAM_EPT, W>(x, cols, first, threadIdx.x, blockDim.x, -INFINITY, v);
-        slice_max_sum(v, m_slice, s_slice);
+        slice_max_sum<fast_exp<T>>(v, m_slice, s_slice);
         merge(m, s, m_slice, s_slice);
     }
     block_merge(m, s);
@@ -343,7 +492,7 @@ softmax_stream_kernel(const T *__restrict__ in, T *__restrict__ out, int cols)
         load_slice<STREAM_EPT, W>(x, cols, first, threadIdx.x, blockDim.x, -INFINITY, v);
 #pragma unroll
         for (int p = 0; p < STREAM_EPT; ++p)
-            v[p] = expf(v[p] - m) * inv_s;
+            v[p] = exp_of<fast_exp<T>>(v[p] - m) * inv_s;
         store_slice<STREAM_EPT, W>(y, cols, first, threadIdx.x, blockDim.x, v);
     }
 }
@@ -367,7 +516,7 @@ softmax_cluster_kernel(const T *__restrict__ in, T *__restrict__ out, int cols, 
     const int first = (int)rank * span, limit = min(cols, first + span);
     float v[EPT], m, s;
     load_slice<EPT, W>(in + offset, limit, first, threadIdx.x, blockDim.x, -INFINITY, v);
-    slice_max_sum(v, m, s);
+    slice_max_sum<fast_exp<T>>(v, m, s);
     const float m_thread = m;
     block_merge(m, s);
     if (threadIdx.x == 0) {
@@ -464,6 +613,10 @@ static void softmax_rows(const T *d_in, T *d_out, int rows, int cols)
         softmax_warp_kernel<T, 32, W><<<warp_blocks, warp_threads>>>(d_in, d_out, rows, cols);
     else if (cols <= HELD_ROW_MAX)
         softmax_block_kernel<T, 32, W><<<rows, block_threads(cols, 32)>>>(d_in, d_out, cols);
+    else if (sizeof(T) == 2 && W == 8 && cols <= PACKED_ROW_MAX)
+        softmax_block_packed_kernel<<<rows, block_threads(cols, PACKED_ROW_MAX / 1024)>>>(
+            reinterpret_cast<const __nv_bfloat16 *>(d_in),
+            reinterpret_cast<__nv_bfloat16 *>(d_out), cols);
 #if HAVE_CLUSTERS
     else if (cols <= CLUSTER_MAX * HELD_ROW_MAX && softmax_cluster<T, W>(d_in, d_out, rows, cols))
         ; /* a cluster a row */
