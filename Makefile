@@ -79,6 +79,12 @@ cu_sources = $(if $(filter solutions,$1),$(wildcard solutions/$2/*.cu) \
 # 08's graph step captures chapter 06's three kernels.
 GIVEN_FROM_08-transfers-streams := chapters/06-error-checking/pipeline_kernels.cu
 
+# Kernel files whose CPU-backend objects carry the GPU compiler's registers, static shared
+# memory and launch bounds of each kernel, for cudaFuncGetAttributes, the occupancy calls and
+# the launch checks under EMU_DEVICE profiles (harness/emu/README.md, "Kernel resources"; each
+# costs an nvcc run when its object is built): chapter 09's, its known-bug copies included.
+EMU_RESOURCE_USAGE += chapters/09-%.cu solutions/09-%.cu build/mutants/09-%.cu
+
 # Kernel files that only a GPU can run (inline PTX, TMA, wgmma): named *_sm90.cu or *_sm90a.cu,
 # left out of CPU-backend builds; their graders say such rungs are graded on a GPU only. And
 # *_gpu.cu: code over a library the CPU backend lacks (CUB), the scale a GPU measures beside.

@@ -1,5 +1,6 @@
 /* emu.c: the emulator's own tests (make emu-test). C11 against the emu's cuda_runtime_api.h,
- * as the harness is, over the kernels of tests/emu_kernels.cu.
+ * as the harness is, over the kernels of tests/emu_kernels.cu, and those of known resource
+ * usage in tests/emu_resources_kernels.cu.
  *
  * Check runs every test in its own process, so a sticky error of one test never reaches the
  * next. Tests that look at an error report, or at a process the emulator aborts, run the
@@ -14,11 +15,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cuda_occupancy.h>
 #include <cuda_runtime_api.h>
 #include <emu_memory.h>
+#include <emu_resources.h>
 
 #include "capture.h"
 #include "emu_kernels.h"
+#include "emu_resources_kernels.h"
 
 static const char *const SCHEDULES[] = {"inorder", "reverse", "shuffle:1", "shuffle:987654321"};
 #define NUM_SCHEDULES ((int)(sizeof SCHEDULES / sizeof SCHEDULES[0]))
@@ -850,6 +854,326 @@ START_TEST(live_allocations_by_size_in_every_state)
 }
 END_TEST
 
+/* ---------------------------------------------------------------- kernel resources */
+
+/* The profiles again, with the architecture each one's resource rows come from ("" is the
+ * default device: sm_90's rows, the H200's shared memory without its reservation). */
+static const struct {
+    const char *key;
+    int sm;
+} RES_PROFILE[] = {{"", 90}, {"h200", 90}, {"a100", 80}, {"l4", 89}, {"t4", 75}};
+#define NRES_PROFILES ((int)(sizeof RES_PROFILE / sizeof RES_PROFILE[0]))
+
+/* The largest block that `regs` registers a thread allow in 65536 a block, as a GPU allocates
+ * them: a warp's in units of 256, a block's warps rounded up to the SM's 4 partitions. */
+static int threads_for_registers(int regs)
+{
+    int per_warp = (regs * 32 + 255) / 256 * 256;
+    int warps = regs > 0 ? 65536 / per_warp / 4 * 4 : 32;
+    return warps * 32 < 1024 ? warps * 32 : 1024;
+}
+
+static struct cudaFuncAttributes attributes_of(enum erk_kernel k)
+{
+    struct cudaFuncAttributes a;
+    CK_CUDA(cudaFuncGetAttributes(&a, erk_kernel(k)));
+    return a;
+}
+
+START_TEST(kernel_attributes_come_from_the_gpu_compiler)
+{
+    setenv("EMU_DEVICE", RES_PROFILE[_i].key, 1);
+    const int sm = RES_PROFILE[_i].sm;
+    for (int k = ERK_BOUNDED; k <= ERK_TEMPLATE; ++k)
+        ck_assert_msg(emu_kernel_resources_known(erk_kernel(k)), "sm_%d: kernel %d has no row", sm, k);
+    /* __launch_bounds__(256, 4) caps it at 65536 / (256 x 4) registers, and it needs more */
+    struct cudaFuncAttributes a = attributes_of(ERK_BOUNDED);
+    ck_assert_int_eq(a.numRegs, 64);
+    ck_assert_int_eq(a.maxThreadsPerBlock, 256);
+    ck_assert_uint_eq(a.sharedSizeBytes, 0);
+    ck_assert_msg(a.localSizeBytes > 0, "sm_%d: the spills take no local memory", sm);
+    ck_assert_int_eq(a.maxDynamicSharedSizeBytes, 48 * 1024);
+    /* 300 floats of static shared memory, __launch_bounds__(96); the default dynamic ceiling is
+     * what the static part leaves of 48 KiB */
+    a = attributes_of(ERK_TILE);
+    ck_assert_uint_eq(a.sharedSizeBytes, 1200);
+    ck_assert_int_eq(a.maxThreadsPerBlock, 96);
+    ck_assert_int_eq(a.maxDynamicSharedSizeBytes, 48 * 1024 - 1200);
+    ck_assert_int_gt(a.numRegs, 0);
+    a = attributes_of(ERK_TEMPLATE);
+    ck_assert_uint_eq(a.sharedSizeBytes, 64 * sizeof(float));
+    ck_assert_int_eq(a.maxThreadsPerBlock, 1024);
+    /* a static kernel and one in an anonymous namespace, which nvcc and g++ name apart */
+    ck_assert_int_gt(attributes_of(ERK_STATIC).numRegs, 0);
+    ck_assert_int_gt(attributes_of(ERK_ANON).numRegs, 0);
+    ck_assert_int_eq(attributes_of(ERK_LIGHT).maxThreadsPerBlock, 1024);
+    /* a code path only sm_75 compiles: its registers cap the block there */
+    a = attributes_of(ERK_ARCH);
+    if (sm == 75)
+        ck_assert_msg(a.numRegs > 64, "sm_75: the heavy path has %d registers", a.numRegs);
+    else
+        ck_assert_msg(a.numRegs <= 32, "sm_%d: the light path has %d registers", sm, a.numRegs);
+    ck_assert_int_eq(a.maxThreadsPerBlock, threads_for_registers(a.numRegs));
+    ck_assert_int_eq(a.ptxVersion, sm);
+    /* a function without a row (this host function) keeps the defaults */
+    ck_assert_int_eq(emu_kernel_resources_known((const void *)erk_launch), 0);
+    CK_CUDA(cudaFuncGetAttributes(&a, (const void *)erk_launch));
+    ck_assert_int_eq(a.numRegs, 0);
+    ck_assert_uint_eq(a.sharedSizeBytes, 0);
+    ck_assert_int_eq(a.maxThreadsPerBlock, 1024);
+    ck_assert_int_eq(a.maxDynamicSharedSizeBytes, 48 * 1024);
+}
+END_TEST
+
+/* cuda_occupancy.h's answer, computed here from what the runtime reports */
+static int calculator_blocks(enum erk_kernel k, int threads, size_t smem)
+{
+    struct cudaDeviceProp p;
+    CK_CUDA(cudaGetDeviceProperties(&p, 0));
+    struct cudaFuncAttributes a = attributes_of(k);
+    if (threads > a.maxThreadsPerBlock)
+        return 0; /* such a block is never launched */
+    cudaOccDeviceProp prop = {0};
+    prop.computeMajor = p.major;
+    prop.computeMinor = p.minor;
+    prop.maxThreadsPerBlock = p.maxThreadsPerBlock;
+    prop.maxThreadsPerMultiprocessor = p.maxThreadsPerMultiProcessor;
+    prop.regsPerBlock = p.regsPerBlock;
+    prop.regsPerMultiprocessor = p.regsPerMultiprocessor;
+    prop.warpSize = p.warpSize;
+    prop.sharedMemPerBlock = p.sharedMemPerBlock;
+    prop.sharedMemPerMultiprocessor = p.sharedMemPerMultiprocessor;
+    prop.numSms = p.multiProcessorCount;
+    prop.sharedMemPerBlockOptin = p.sharedMemPerBlockOptin;
+    prop.reservedSharedMemPerBlock = p.reservedSharedMemPerBlock;
+    cudaOccFuncAttributes attr = {0};
+    attr.maxThreadsPerBlock = a.maxThreadsPerBlock;
+    attr.numRegs = a.numRegs;
+    attr.sharedSizeBytes = a.sharedSizeBytes;
+    attr.partitionedGCConfig = PARTITIONED_GC_OFF;
+    attr.shmemLimitConfig = FUNC_SHMEM_LIMIT_OPTIN;
+    attr.maxDynamicSharedSizeBytes = (size_t)a.maxDynamicSharedSizeBytes;
+    attr.numBlockBarriers = 1;
+    cudaOccDeviceState state = {CACHE_PREFER_NONE, SHAREDMEM_CARVEOUT_DEFAULT};
+    cudaOccResult r = {0};
+    ck_assert_int_eq(cudaOccMaxActiveBlocksPerMultiprocessor(&r, &prop, &attr, &state, threads, smem),
+                     CUDA_OCC_SUCCESS);
+    return r.activeBlocksPerMultiprocessor;
+}
+
+START_TEST(occupancy_follows_the_calculator)
+{
+    setenv("EMU_DEVICE", RES_PROFILE[_i].key, 1);
+    static const int THREADS[] = {1, 32, 64, 96, 100, 128, 192, 256, 288, 384, 512, 640, 768, 1000, 1024};
+    struct cudaDeviceProp p;
+    CK_CUDA(cudaGetDeviceProperties(&p, 0));
+    const size_t optin = p.sharedMemPerBlockOptin;
+    const size_t SMEM[] = {0, 1, 1000, 8 * 1024, 20 * 1024, 33 * 1024, 48 * 1024 - 1200, 48 * 1024,
+                           optin / 4, optin / 2, optin};
+    for (int pass = 0; pass < 2; ++pass)
+        for (int k = ERK_BOUNDED; k <= ERK_TEMPLATE; ++k) {
+            const void *f = erk_kernel(k);
+            if (pass == 1) /* opted in to all the profile allows */
+                CK_CUDA(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             (int)(optin - attributes_of(k).sharedSizeBytes)));
+            for (size_t t = 0; t < sizeof THREADS / sizeof THREADS[0]; ++t)
+                for (size_t m = 0; m < sizeof SMEM / sizeof SMEM[0]; ++m) {
+                    int got = -1, flagged = -1;
+                    CK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&got, f, THREADS[t], SMEM[m]));
+                    int want = calculator_blocks(k, THREADS[t], SMEM[m]);
+                    ck_assert_msg(got == want,
+                                  "%s, kernel %d, %d threads, %zu bytes (opted in: %d): got %d blocks, "
+                                  "want %d", RES_PROFILE[_i].key, k, THREADS[t], SMEM[m], pass, got, want);
+                    /* no partitioned global caching on these architectures: the flag changes nothing */
+                    CK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+                        &flagged, f, THREADS[t], SMEM[m], cudaOccupancyDisableCachingOverride));
+                    ck_assert_int_eq(flagged, got);
+                }
+        }
+    int n = 0;
+    const void *light = erk_kernel(ERK_LIGHT);
+    CK_ERROR(cudaOccupancyMaxActiveBlocksPerMultiprocessor(NULL, light, 32, 0), cudaErrorInvalidValue);
+    CK_ERROR(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, NULL, 32, 0), cudaErrorInvalidDeviceFunction);
+    CK_ERROR(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, light, 0, 0), cudaErrorInvalidValue);
+    CK_ERROR(cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(&n, light, 32, 0, 2),
+             cudaErrorInvalidValue);
+    CK_ERROR(cudaGetLastError(), cudaErrorInvalidValue);
+    CK_CUDA(cudaGetLastError());
+}
+END_TEST
+
+/* Worked by hand from the hardware's rules: 64 registers a thread take 2048 a warp, 16384 a
+ * 256-thread block, a quarter of an SM's 65536; a block's shared memory is its dynamic part plus
+ * the 1 KiB the driver reserves (compute capability 8.0 and up), rounded up to 128 bytes (256 on
+ * 7.5). */
+static const struct occupancy_case {
+    const char *profile;
+    enum erk_kernel kernel;
+    int threads;
+    int smem_kb; /* dynamic; above 48 the kernel opts in to it first */
+    int blocks;
+} OCCUPANCY_CASES[] = {
+    {"h200", ERK_BOUNDED, 256, 0, 4},  /* registers: 65536 / 16384 */
+    {"h200", ERK_BOUNDED, 256, 100, 2}, /* 228 KiB / 101 KiB */
+    {"h200", ERK_BOUNDED, 128, 0, 8},
+    {"h200", ERK_BOUNDED, 512, 0, 0},  /* over its __launch_bounds__ */
+    {"a100", ERK_BOUNDED, 256, 0, 4},
+    {"a100", ERK_BOUNDED, 256, 48, 3}, /* 164 KiB / 49 KiB */
+    {"a100", ERK_BOUNDED, 256, 100, 1},
+    {"l4", ERK_BOUNDED, 256, 0, 4},
+    {"l4", ERK_BOUNDED, 256, 48, 2},   /* 100 KiB / 49 KiB */
+    {"l4", ERK_BOUNDED, 128, 0, 8},
+    {"t4", ERK_BOUNDED, 256, 0, 4},    /* and 32 warps / 8 */
+    {"t4", ERK_BOUNDED, 256, 48, 1},   /* 64 KiB / 48 KiB, nothing reserved */
+    {"t4", ERK_BOUNDED, 128, 0, 8},
+    {"h200", ERK_LIGHT, 1024, 0, 2},   /* warps: 64 / 32 */
+    {"a100", ERK_LIGHT, 1024, 0, 2},
+    {"l4", ERK_LIGHT, 1024, 0, 1},     /* 48 / 32 */
+    {"t4", ERK_LIGHT, 1024, 0, 1},
+    {"h200", ERK_LIGHT, 64, 0, 32},    /* blocks an SM */
+    {"l4", ERK_LIGHT, 64, 0, 24},
+    {"t4", ERK_LIGHT, 64, 0, 16},
+    {"h200", ERK_TILE, 96, 0, 21},     /* warps: 64 / 3 */
+    {"t4", ERK_TILE, 96, 0, 10},       /* 32 / 3 */
+    {"t4", ERK_TILE, 96, 30, 2},       /* 64 KiB / (1200 + 30 KiB, rounded to 256) */
+    {"h200", ERK_TILE, 96, 100, 2},    /* 228 KiB / (1200 + 1024 + 100 KiB, to 128) */
+};
+#define NOCCUPANCY_CASES ((int)(sizeof OCCUPANCY_CASES / sizeof OCCUPANCY_CASES[0]))
+
+START_TEST(occupancy_worked_by_hand)
+{
+    const struct occupancy_case *oc = &OCCUPANCY_CASES[_i];
+    setenv("EMU_DEVICE", oc->profile, 1);
+    const void *k = erk_kernel(oc->kernel);
+    ck_assert_msg(attributes_of(ERK_LIGHT).numRegs <= 32, "the light kernel has %d registers",
+                  attributes_of(ERK_LIGHT).numRegs);
+    if (oc->smem_kb > 48)
+        CK_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, oc->smem_kb * 1024));
+    int got = -1;
+    CK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&got, k, oc->threads, (size_t)oc->smem_kb * 1024));
+    ck_assert_msg(got == oc->blocks, "%s, kernel %d, %d threads, %d KiB: got %d blocks, want %d",
+                  oc->profile, oc->kernel, oc->threads, oc->smem_kb, got, oc->blocks);
+}
+END_TEST
+
+START_TEST(occupancy_needs_the_opt_in)
+{
+    setenv("EMU_DEVICE", "h200", 1);
+    int n = -1;
+    /* 100 KiB without cudaFuncSetAttribute: no block can have it */
+    CK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, erk_kernel(ERK_BOUNDED), 256, 100 * 1024));
+    ck_assert_int_eq(n, 0);
+    /* the dynamic shared memory a block may have for 3 blocks an SM: the calculator's answer,
+     * 228 KiB / 3 rounded down to 128 bytes, leaves the driver's 1 KiB reservation in; without
+     * it, 3 blocks fit */
+    const void *k = erk_kernel(ERK_BOUNDED);
+    CK_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, 227 * 1024));
+    size_t avail = 0;
+    CK_CUDA(cudaOccupancyAvailableDynamicSMemPerBlock(&avail, k, 3, 256));
+    ck_assert_uint_eq(avail, 228 * 1024 / 3 / 128 * 128);
+    CK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k, 256, avail - 1024));
+    ck_assert_int_eq(n, 3);
+    CK_ERROR(cudaOccupancyAvailableDynamicSMemPerBlock(&avail, k, 5, 256), cudaErrorInvalidValue); /* 4 fit */
+}
+END_TEST
+
+START_TEST(potential_block_size)
+{
+    static const struct {
+        const char *profile;
+        enum erk_kernel kernel;
+        int block, grid;
+    } CASES[] = {
+        {"h200", ERK_LIGHT, 1024, 2 * 132}, /* 2048 threads an SM at once */
+        {"l4", ERK_LIGHT, 768, 2 * 58},     /* 1536: two blocks of 768, not one of 1024 */
+        {"t4", ERK_LIGHT, 1024, 40},
+        {"h200", ERK_BOUNDED, 256, 4 * 132},
+        {"a100", ERK_TILE, 64, 32 * 108},   /* 32 blocks of 64 fill the SM; 21 of 96 do not */
+    };
+    setenv("EMU_DEVICE", CASES[_i].profile, 1);
+    int grid = -1, block = -1;
+    CK_CUDA(erk_potential_block_size(CASES[_i].kernel, 0, &grid, &block));
+    ck_assert_int_eq(block, CASES[_i].block);
+    ck_assert_int_eq(grid, CASES[_i].grid);
+}
+END_TEST
+
+/* Refused launches run nothing: their outputs stay 0 (erk_launch) */
+static void ck_launch_refused(enum erk_kernel k, int threads, size_t smem, cudaError_t want)
+{
+    static float out[1024];
+    for (int i = 0; i < 1024; ++i)
+        out[i] = -1.0f;
+    cudaError_t got = erk_launch(k, threads, smem, out);
+    ck_assert_msg(got == want, "kernel %d, %d threads, %zu bytes of shared memory: got %s, want %s", k,
+                  threads, smem, cudaGetErrorName(got), cudaGetErrorName(want));
+    for (int i = 0; i < threads && i < 1024; ++i)
+        ck_assert_msg(out[i] == 0.0f, "kernel %d, %d threads: a refused launch wrote out[%d] = %g", k,
+                      threads, i, (double)out[i]);
+    CK_ERROR(cudaGetLastError(), cudaSuccess); /* read by erk_launch: not sticky */
+}
+
+static void ck_launch_runs(enum erk_kernel k, int threads, size_t smem)
+{
+    static float out[1024];
+    cudaError_t got = erk_launch(k, threads, smem, out);
+    ck_assert_msg(got == cudaSuccess, "kernel %d, %d threads, %zu bytes of shared memory: %s", k, threads,
+                  smem, cudaGetErrorName(got));
+    for (int i = 0; i < threads; ++i) {
+        float want = k == ERK_TILE ? (float)((299 - i) % 17) : 2.0f * (float)(i % 17) + 1.0f;
+        ck_assert_msg(out[i] == want, "kernel %d, %d threads: out[%d] = %g, want %g", k, threads, i,
+                      (double)out[i], (double)want);
+    }
+}
+
+START_TEST(launches_over_the_registers_or_bounds_fail)
+{
+    setenv("EMU_DEVICE", RES_PROFILE[_i].key, 1);
+    const int sm = RES_PROFILE[_i].sm;
+    /* 1024 threads of sm_75's heavy path need more than 65536 registers; elsewhere it is light */
+    const int arch_max = attributes_of(ERK_ARCH).maxThreadsPerBlock;
+    if (sm == 75) {
+        ck_assert_int_lt(arch_max, 1024);
+        ck_launch_refused(ERK_ARCH, 1024, 0, cudaErrorLaunchOutOfResources);
+        ck_launch_refused(ERK_ARCH, arch_max + 1, 0, cudaErrorLaunchOutOfResources);
+        ck_launch_runs(ERK_ARCH, arch_max, 0);
+    } else {
+        ck_assert_int_eq(arch_max, 1024);
+        ck_launch_runs(ERK_ARCH, 1024, 0);
+    }
+    /* over __launch_bounds__, by a thread: refused, whatever the registers */
+    ck_launch_refused(ERK_TILE, 97, 0, cudaErrorLaunchOutOfResources);
+    ck_launch_refused(ERK_TILE, 128, 0, cudaErrorLaunchOutOfResources);
+    ck_launch_runs(ERK_TILE, 96, 0);
+    ck_launch_refused(ERK_BOUNDED, 288, 0, cudaErrorLaunchOutOfResources);
+    CK_CUDA(erk_launch(ERK_BOUNDED, 256, 0, NULL));
+    /* the block's shape does not matter, its threads do; and a bad shape is still a bad
+     * configuration first */
+    ck_launch_refused(ERK_LIGHT, 1025, 0, cudaErrorInvalidConfiguration);
+}
+END_TEST
+
+START_TEST(static_shared_memory_counts_against_the_limit)
+{
+    setenv("EMU_DEVICE", RES_PROFILE[_i].key, 1);
+    struct cudaDeviceProp p;
+    CK_CUDA(cudaGetDeviceProperties(&p, 0));
+    /* the 1200 static bytes and the dynamic ones share the 48 KiB a block has by default */
+    ck_launch_runs(ERK_TILE, 96, 48 * 1024 - 1200);
+    ck_launch_refused(ERK_TILE, 96, 48 * 1024 - 1200 + 4, cudaErrorInvalidValue);
+    /* and the device's opt-in ceiling */
+    const void *k = erk_kernel(ERK_TILE);
+    const int optin = (int)p.sharedMemPerBlockOptin;
+    CK_ERROR(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, optin - 1200 + 4),
+             cudaErrorInvalidValue);
+    CK_ERROR(cudaGetLastError(), cudaErrorInvalidValue);
+    CK_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, optin - 1200));
+    ck_assert_int_eq(attributes_of(ERK_TILE).maxDynamicSharedSizeBytes, optin - 1200);
+    ck_launch_runs(ERK_TILE, 96, (size_t)optin - 1200);
+    ck_launch_refused(ERK_TILE, 96, (size_t)optin - 1200 + 1, cudaErrorInvalidValue);
+}
+END_TEST
+
 static Suite *emu_suite(void)
 {
     Suite *s = suite_create("emu");
@@ -877,6 +1201,12 @@ static Suite *emu_suite(void)
         {"groups", pipeline_wait_prior_1_leaves_the_newest_group, NUM_SCHEDULES},
         {"errors", illegal_addresses_that_fault, 4},
         {"errors", trap_assert_and_division_stop_the_kernel, 3},
+        {"resources", kernel_attributes_come_from_the_gpu_compiler, NRES_PROFILES},
+        {"resources", occupancy_follows_the_calculator, NRES_PROFILES},
+        {"resources", occupancy_worked_by_hand, NOCCUPANCY_CASES},
+        {"resources", potential_block_size, 5},
+        {"resources", launches_over_the_registers_or_bounds_fail, NRES_PROFILES},
+        {"resources", static_shared_memory_counts_against_the_limit, NRES_PROFILES},
     };
     const struct {
         const char *name;
@@ -900,9 +1230,10 @@ static Suite *emu_suite(void)
         {"errors", copies_check_their_pointers},
         {"runtime", device_streams_and_events},
         {"runtime", live_allocations_by_size_in_every_state},
+        {"resources", occupancy_needs_the_opt_in},
     };
     const char *cases[] = {"barriers", "races", "warps", "atomics", "shared", "grids",
-                           "groups", "errors", "runtime"};
+                           "groups", "errors", "runtime", "resources"};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) {
         TCase *tc = tcase_create(cases[c]);
         tcase_set_timeout(tc, 60);

@@ -9,6 +9,9 @@
 #                  $(CU_INC) (-Iharness -I<chapter dir>) is used as the Makefile sets it
 #   emu-test       builds and runs the emulator's own Check suites (tests/emu.c, and the
 #                  stream scheduler's, tests/emu_streams.c)
+#   EMU_RESOURCE_USAGE  the .cu files (make patterns: chapters/09-%.cu) whose objects carry
+#                  the GPU compiler's registers, static shared memory and launch bounds of
+#                  each kernel (README.md, "Kernel resources"); add to it with +=
 # Everything it generates is under build/emu/. harness/emu/README.md describes the backend.
 
 CUDA_HOME ?= /usr/local/cuda
@@ -35,6 +38,24 @@ EMU_RT_CXXFLAGS := -std=c++17 -O2 -g -Wall -Wextra -Werror -fno-strict-aliasing
 EMU_CU_CXXFLAGS := -std=c++17 -O2 -g -Wno-unknown-pragmas -gdwarf-4 -fno-strict-aliasing -fstack-clash-protection \
                    -Wall -Wno-unused-parameter -Wno-unused-variable -Wno-unused-function
 
+# ---- kernel resources (README.md, "Kernel resources"). A file in EMU_RESOURCE_USAGE is also
+# compiled by nvcc, for each profile's architecture, when its object is built: resources.sh
+# turns ptxas's report into BUILD/FILE.res.h, which the object's compile includes and which
+# registers its rows with the runtime before main. Opt-in, as it costs an nvcc compile (about
+# 1 to 4 s a file) on top of g++'s. The variable is read when an object is built, so the
+# including Makefile may add to it after this line.
+EMU_RESOURCE_USAGE += tests/emu_resources_kernels.cu
+# one per device profile's compute capability: t4, a100, l4, h200 and the default
+EMU_RESOURCE_ARCHS := 75 80 89 90
+EMU_NVCC ?= $(or $(NVCC),$(CUDA_HOME)/bin/nvcc)
+EMU_RESOURCE_NVCCFLAGS := -std=c++17 -O3
+EMU_RESOURCE_TOOLS := $(EMU_DIR)/resources.sh $(EMU_DIR)/resources.awk
+# $(call emu_resources,SOURCE,TABLE): the recipe line that makes TABLE, if SOURCE opted in
+emu_resources = $(if $(filter $(EMU_RESOURCE_USAGE),$1),$(EMU_DIR)/resources.sh $2 $1 \
+                  "$(EMU_RESOURCE_ARCHS)" $(EMU_NVCC) $(EMU_RESOURCE_NVCCFLAGS) $(CU_INC))
+# $(call emu_resource_include,SOURCE,TABLE): the compile's flag that includes it
+emu_resource_include = $(if $(filter $(EMU_RESOURCE_USAGE),$1),-include $2)
+
 $(EMU_LIB): $(EMU_RT_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@
@@ -52,12 +73,13 @@ $(EMU_BUILD)/runtime/%.o: $(EMU_DIR)/src/%.S
 # emu headers force-included as nvcc force-includes cuda_runtime.h. -iquote keeps the .cu's
 # own directory first for "..." includes, as if it were compiled where it lies. Then what the
 # including Makefile adds after every compile (EMU_AFTER_COMPILE: the top one's content stamps).
-$(EMU_BUILD)/%.o: %.cu $(EMU_REWRITE) $(EMU_HEADERS) $(EMU_DIR)/emu.mk
+$(EMU_BUILD)/%.o: %.cu $(EMU_REWRITE) $(EMU_RESOURCE_TOOLS) $(EMU_HEADERS) $(EMU_DIR)/emu.mk
 	@mkdir -p $(dir $@)
 	$(EMU_AWK) -f $(EMU_REWRITE) $< > $(EMU_BUILD)/$*.emu.cpp
+	$(call emu_resources,$<,$(EMU_BUILD)/$*.res.h)
 	$(EMU_CXX) $(EMU_CU_CXXFLAGS) $(EMU_CPPFLAGS) -iquote $(dir $<) $(CU_INC) \
-	    -include cuda_runtime.h -MMD -MP -MT $@ -MF $(EMU_BUILD)/$*.d \
-	    -c $(EMU_BUILD)/$*.emu.cpp -o $@
+	    -include cuda_runtime.h $(call emu_resource_include,$<,$(EMU_BUILD)/$*.res.h) \
+	    -MMD -MP -MT $@ -MF $(EMU_BUILD)/$*.d -c $(EMU_BUILD)/$*.emu.cpp -o $@
 	$(EMU_AFTER_COMPILE)
 
 # (the top-level Makefile includes every build/**/*.d itself)
@@ -70,12 +92,15 @@ endif
 EMU_TEST_BIN := $(EMU_BUILD)/tests/emu
 EMU_CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
 
-$(EMU_BUILD)/tests/emu.o: tests/emu.c tests/capture.h tests/emu_kernels.h $(EMU_HEADERS)
+# (tests/emu_resources_kernels.cu opted in to its resource table, above)
+$(EMU_BUILD)/tests/emu.o: tests/emu.c tests/capture.h tests/emu_kernels.h tests/emu_resources_kernels.h \
+                          $(EMU_HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O2 -g -Wall -Wextra -Werror $(EMU_CPPFLAGS) $(EMU_CHECK_CFLAGS) -c $< -o $@
 
-$(EMU_TEST_BIN): $(EMU_BUILD)/tests/emu.o $(EMU_BUILD)/tests/emu_kernels.o $(EMU_LIB)
-	$(CC) -o $@ $(EMU_BUILD)/tests/emu.o $(EMU_BUILD)/tests/emu_kernels.o $(EMU_LIB) \
+EMU_TEST_KERNELS := $(EMU_BUILD)/tests/emu_kernels.o $(EMU_BUILD)/tests/emu_resources_kernels.o
+$(EMU_TEST_BIN): $(EMU_BUILD)/tests/emu.o $(EMU_TEST_KERNELS) $(EMU_LIB)
+	$(CC) -o $@ $(EMU_BUILD)/tests/emu.o $(EMU_TEST_KERNELS) $(EMU_LIB) \
 	    -Wl,-Bstatic -lcheck -lsubunit -Wl,-Bdynamic -lm -lrt -lpthread $(EMU_LDLIBS)
 
 # The stream scheduler's tests (README.md, "Streams"), over kernels of their own.
@@ -132,14 +157,15 @@ $(EMU_PROF_BUILD)/runtime/prof.o: $(EMU_DIR)/prof/prof.cpp $(EMU_DIR)/src/intern
 	@mkdir -p $(dir $@)
 	$(EMU_CXX) $(EMU_RT_CXXFLAGS) -DEMU_PROFILE $(EMU_CPPFLAGS) -c $< -o $@
 
-$(EMU_PROF_BUILD)/%.o: %.cu $(EMU_REWRITE) $(EMU_HEADERS) $(EMU_DIR)/emu.mk
+$(EMU_PROF_BUILD)/%.o: %.cu $(EMU_REWRITE) $(EMU_RESOURCE_TOOLS) $(EMU_HEADERS) $(EMU_DIR)/emu.mk
 	@mkdir -p $(dir $@)
 	@v=$$($(EMU_PROF_CXX) -dumpversion); [ "$${v%%.*}" = "$(EMU_PROF_GCC_MAJOR)" ] || \
 	  echo "emu-profile: warning: $(EMU_PROF_CXX) is gcc $$v; the model's numbers were taken with gcc $(EMU_PROF_GCC_MAJOR) (they may differ)" >&2
 	$(EMU_AWK) -f $(EMU_REWRITE) $< > $(EMU_PROF_BUILD)/$*.emu.cpp
+	$(call emu_resources,$<,$(EMU_PROF_BUILD)/$*.res.h)
 	$(EMU_PROF_CXX) $(EMU_PROF_CU_CXXFLAGS) $(EMU_CPPFLAGS) -iquote $(dir $<) $(CU_INC) \
-	    -include cuda_runtime.h -MMD -MP -MT $@ -MF $(EMU_PROF_BUILD)/$*.d \
-	    -c $(EMU_PROF_BUILD)/$*.emu.cpp -o $@
+	    -include cuda_runtime.h $(call emu_resource_include,$<,$(EMU_PROF_BUILD)/$*.res.h) \
+	    -MMD -MP -MT $@ -MF $(EMU_PROF_BUILD)/$*.d -c $(EMU_PROF_BUILD)/$*.emu.cpp -o $@
 	$(EMU_AFTER_COMPILE)
 
 ifndef EMU_INCLUDED_BY_TOP

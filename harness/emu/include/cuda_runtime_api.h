@@ -115,9 +115,21 @@ cudaError_t cudaGraphDestroy(cudaGraph_t graph);
 cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *numNodes);
 cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node, enum cudaGraphNodeType *pType);
 
-/* Kernels, by their address. */
+/* Kernels, by their address. numRegs, sharedSizeBytes, localSizeBytes and a maxThreadsPerBlock
+ * below 1024 come from the GPU compiler, for a kernel whose file opted in (emu_resources.h;
+ * harness/emu/README.md, "Kernel resources"); without, they are 0, 0, 0 and 1024. */
 cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute attr, int value);
 cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, const void *func);
+
+/* Occupancy on the running device profile, by the CUDA toolkit's calculator (cuda_occupancy.h)
+ * over the kernel's attributes above. */
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, const void *func, int blockSize,
+                                                          size_t dynamicSMemSize);
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks, const void *func,
+                                                                   int blockSize, size_t dynamicSMemSize,
+                                                                   unsigned int flags);
+cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, const void *func,
+                                                      int numBlocks, int blockSize);
 
 /* emu only (HARNESS_EMU builds): 1, so that code can say which backend ran it. */
 int emu_is_emulator(void);
@@ -171,6 +183,101 @@ template <class T>
 static inline cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *attr, T *func)
 {
     return cudaFuncGetAttributes(attr, reinterpret_cast<const void *>(func));
+}
+template <class T>
+static inline cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, T *func,
+                                                                        int blockSize, size_t dynamicSMemSize)
+{
+    return cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+        numBlocks, reinterpret_cast<const void *>(func), blockSize, dynamicSMemSize, cudaOccupancyDefault);
+}
+template <class T>
+static inline cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks, T *func,
+                                                                                 int blockSize,
+                                                                                 size_t dynamicSMemSize,
+                                                                                 unsigned int flags)
+{
+    return cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+        numBlocks, reinterpret_cast<const void *>(func), blockSize, dynamicSMemSize, flags);
+}
+template <class T>
+static inline cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, T *func,
+                                                                    int numBlocks, int blockSize)
+{
+    return cudaOccupancyAvailableDynamicSMemPerBlock(dynamicSmemSize, reinterpret_cast<const void *>(func),
+                                                     numBlocks, blockSize);
+}
+
+/* The block size that gives `func` the most threads resident on an SM, and the grid that fills
+ * the device with it (*minGridSize: that many blocks on every SM), as the toolkit's C++ API
+ * offers it: every block size from the largest allowed down, a warp at a time, each with the
+ * dynamic shared memory blockSizeToDynamicSMemSize(size) asks for; ties go to the larger block.
+ * blockSizeLimit, when not 0, caps the block. */
+template <class UnaryFunction, class T>
+static inline cudaError_t cudaOccupancyMaxPotentialBlockSizeVariableSMemWithFlags(
+    int *minGridSize, int *blockSize, T func, UnaryFunction blockSizeToDynamicSMemSize,
+    int blockSizeLimit = 0, unsigned int flags = 0)
+{
+    if (!minGridSize || !blockSize || !func)
+        return cudaErrorInvalidValue;
+    int device_max = 0, sm_threads = 0, sms = 0, warp = 0;
+    cudaFuncAttributes attr;
+    cudaError_t e;
+    if ((e = cudaDeviceGetAttribute(&device_max, cudaDevAttrMaxThreadsPerBlock, 0)) != cudaSuccess ||
+        (e = cudaDeviceGetAttribute(&sm_threads, cudaDevAttrMaxThreadsPerMultiProcessor, 0)) != cudaSuccess ||
+        (e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0)) != cudaSuccess ||
+        (e = cudaDeviceGetAttribute(&warp, cudaDevAttrWarpSize, 0)) != cudaSuccess ||
+        (e = cudaFuncGetAttributes(&attr, func)) != cudaSuccess)
+        return e;
+    int limit = device_max < attr.maxThreadsPerBlock ? device_max : attr.maxThreadsPerBlock;
+    if (blockSizeLimit > 0 && blockSizeLimit < limit)
+        limit = blockSizeLimit;
+    int best_size = 0, best_blocks = 0;
+    for (int aligned = (limit + warp - 1) / warp * warp; aligned > 0; aligned -= warp) {
+        const int size = aligned < limit ? aligned : limit;
+        int blocks = 0;
+        e = cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+            &blocks, reinterpret_cast<const void *>(func), size,
+            static_cast<size_t>(blockSizeToDynamicSMemSize(size)), flags);
+        if (e != cudaSuccess)
+            return e;
+        if (blocks * size > best_blocks * best_size) {
+            best_size = size;
+            best_blocks = blocks;
+        }
+        if (best_blocks * best_size == sm_threads)
+            break; /* the SM is full: no smaller block does better */
+    }
+    *minGridSize = best_blocks * sms;
+    *blockSize = best_size;
+    return cudaSuccess;
+}
+template <class UnaryFunction, class T>
+static inline cudaError_t cudaOccupancyMaxPotentialBlockSizeVariableSMem(
+    int *minGridSize, int *blockSize, T func, UnaryFunction blockSizeToDynamicSMemSize,
+    int blockSizeLimit = 0)
+{
+    return cudaOccupancyMaxPotentialBlockSizeVariableSMemWithFlags(minGridSize, blockSize, func,
+                                                                   blockSizeToDynamicSMemSize,
+                                                                   blockSizeLimit, 0);
+}
+template <class T>
+static inline cudaError_t cudaOccupancyMaxPotentialBlockSizeWithFlags(int *minGridSize, int *blockSize,
+                                                                      T func, size_t dynamicSMemSize = 0,
+                                                                      int blockSizeLimit = 0,
+                                                                      unsigned int flags = 0)
+{
+    return cudaOccupancyMaxPotentialBlockSizeVariableSMemWithFlags(
+        minGridSize, blockSize, func, [dynamicSMemSize](int) { return dynamicSMemSize; }, blockSizeLimit,
+        flags);
+}
+template <class T>
+static inline cudaError_t cudaOccupancyMaxPotentialBlockSize(int *minGridSize, int *blockSize, T func,
+                                                             size_t dynamicSMemSize = 0,
+                                                             int blockSizeLimit = 0)
+{
+    return cudaOccupancyMaxPotentialBlockSizeWithFlags(minGridSize, blockSize, func, dynamicSMemSize,
+                                                       blockSizeLimit, 0);
 }
 #endif /* __cplusplus */
 

@@ -46,7 +46,21 @@ cudaError_t sync_check();            /* a synchronising call: surfaces a pending
 bool device_failed();                /* a kernel fault is pending or sticky: run no more kernels */
 cudaError_t device_error();          /* that fault (sticky first), or cudaSuccess */
 void kernel_failed(cudaError_t e);   /* a kernel stopped: e surfaces at the next synchronisation */
+/* the running profile's properties, as cudaGetDeviceProperties reports them */
+void device_properties(cudaDeviceProp *p);
+/* a kernel's dynamic shared memory ceiling: what cudaFuncSetAttribute set, else 48 KiB less its
+ * static shared memory; its shared memory carveout preference (-1 unless set) */
 int max_dynamic_shared(const void *kernel);
+int preferred_carveout(const void *kernel);
+
+/* kernel resources (resources.cpp, README.md "Kernel resources"): what the GPU compiler gave a
+ * kernel whose file opted in, on the running profile's architecture; zeros and 1024 threads for
+ * any other. launch_resources_error: cudaErrorLaunchOutOfResources for a block over the
+ * kernel's maxThreadsPerBlock (its __launch_bounds__, or the registers a block allow), else
+ * cudaSuccess. */
+int static_shared(const void *kernel);
+void kernel_attributes(const void *kernel, cudaFuncAttributes *attr);
+cudaError_t launch_resources_error(const void *kernel, unsigned long long threads);
 
 /* memory (memory.cpp) */
 enum class Where { HOST, DEVICE, DEVICE_OVERRUN };

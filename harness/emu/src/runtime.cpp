@@ -1,5 +1,6 @@
 /* runtime.cpp: error state, the emulated device's properties and kernel attributes of the emu
- * backend (streams and events: streams.cpp).
+ * backend (streams and events: streams.cpp; what the GPU compiler gave a kernel, the occupancy
+ * calls and the launch's resource check: resources.cpp).
  *
  * Error model, as on a GPU:
  *  - A call that fails on its own arguments (a bad launch configuration, a bad pointer) returns
@@ -28,6 +29,7 @@ std::atomic<int> g_pending{cudaSuccess};       /* a kernel fault not yet surface
 std::atomic<int> g_sticky{cudaSuccess};        /* a surfaced kernel fault */
 std::mutex g_attr_mutex;
 std::map<const void *, int> g_max_dyn_smem;    /* cudaFuncAttributeMaxDynamicSharedMemorySize */
+std::map<const void *, int> g_carveout;        /* cudaFuncAttributePreferredSharedMemoryCarveout */
 } /* namespace */
 
 cudaError_t record(cudaError_t e)
@@ -71,9 +73,19 @@ void kernel_failed(cudaError_t e)
 
 int max_dynamic_shared(const void *kernel)
 {
+    const int fixed = static_shared(kernel); /* (resources.cpp, before this lock) */
     std::lock_guard<std::mutex> lock(g_attr_mutex);
     auto it = g_max_dyn_smem.find(kernel);
-    return it == g_max_dyn_smem.end() ? (int)SHARED_PER_BLOCK : it->second;
+    if (it != g_max_dyn_smem.end())
+        return it->second;
+    return fixed < (int)SHARED_PER_BLOCK ? (int)SHARED_PER_BLOCK - fixed : 0;
+}
+
+int preferred_carveout(const void *kernel)
+{
+    std::lock_guard<std::mutex> lock(g_attr_mutex);
+    auto it = g_carveout.find(kernel);
+    return it == g_carveout.end() ? -1 : it->second;
 }
 
 namespace {
@@ -217,6 +229,11 @@ const Device &device()
 {
     static const Device &d = pick_device(); /* once, thread-safe */
     return d;
+}
+
+void device_properties(cudaDeviceProp *p)
+{
+    fill_properties(p);
 }
 
 } /* namespace emu */
@@ -372,7 +389,8 @@ cudaError_t cudaFuncSetAttribute(const void *func, cudaFuncAttribute attr, int v
         return e;
     switch (attr) {
     case cudaFuncAttributeMaxDynamicSharedMemorySize:
-        if (value < 0 || (size_t)value > device().smem_per_block_optin)
+        /* with the kernel's static shared memory, at most what the device lets a block opt in to */
+        if (value < 0 || (size_t)value + (size_t)static_shared(func) > device().smem_per_block_optin)
             return record(cudaErrorInvalidValue);
         {
             std::lock_guard<std::mutex> lock(g_attr_mutex);
@@ -380,7 +398,13 @@ cudaError_t cudaFuncSetAttribute(const void *func, cudaFuncAttribute attr, int v
         }
         return cudaSuccess;
     case cudaFuncAttributePreferredSharedMemoryCarveout:
-        return value < -1 || value > 100 ? record(cudaErrorInvalidValue) : cudaSuccess;
+        if (value < -1 || value > 100)
+            return record(cudaErrorInvalidValue);
+        {
+            std::lock_guard<std::mutex> lock(g_attr_mutex);
+            g_carveout[func] = value;
+        }
+        return cudaSuccess;
     default:
         return record(cudaErrorInvalidValue);
     }
@@ -394,11 +418,7 @@ cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *attr, const void *func)
         return record(cudaErrorInvalidDeviceFunction);
     if (cudaError_t e = api_check())
         return e;
-    std::memset(attr, 0, sizeof *attr);
-    attr->maxThreadsPerBlock = MAX_THREADS_PER_BLOCK;
-    attr->maxDynamicSharedSizeBytes = max_dynamic_shared(func);
-    attr->ptxVersion = device().cc_major * 10 + device().cc_minor;
-    attr->binaryVersion = attr->ptxVersion;
+    kernel_attributes(func, attr); /* (resources.cpp) */
     return cudaSuccess;
 }
 

@@ -1035,6 +1035,12 @@ bool check_launch(const void *kernel, const Cfg &c)
         record(cudaErrorInvalidValue);
         return false;
     }
+    /* a block over the kernel's __launch_bounds__ or over the registers a block allow, when the
+     * kernel's file opted in to its resource table (resources.cpp) */
+    if (cudaError_t e = launch_resources_error(kernel, threads)) {
+        record(e);
+        return false;
+    }
     if (!valid_stream(c.stream)) {
         record(cudaErrorInvalidResourceHandle);
         return false;
