@@ -15,11 +15,14 @@
  *   which matters where a lane holds only 8 values.
  *   Every output is then exp(x - m_thread) * exp(m_thread - m_row) / sum: the exponentials
  *   were computed once, in registers, and the row is read from memory once and written once.
- *   Three shapes, the launcher choosing from cols:
+ *   The launcher chooses from cols:
  *     cols <= 1024          a warp a row, 8 rows a block: no barrier, no shared memory
  *     1024 < cols <= 32768  a block a row, the row held in registers: 32 values a thread,
  *                           as few threads as that needs (up to 1024), so that each thread
  *                           has several 16-byte loads in flight
+ *     32768 < cols <= 65536, bf16 rows 16-byte aligned: a block a row, the row held as it
+ *                           was loaded, 64 bf16 a thread in 32 registers, widened on each of
+ *                           three passes (max, sum, outputs), the exponential taken twice
  *     32768 < cols <= 65536, fp32 rows 16-byte aligned, a GPU that launches clusters (sm_90):
  *                           a cluster of 2 blocks a row (where it measured faster than
  *                           streaming: the cluster launcher says why no more), the row held

@@ -12,6 +12,9 @@
  *                           threads as that needs (16 values, 16384 columns, where rows are
  *                           not 16-byte aligned), so that each thread has several 16-byte
  *                           loads in flight and the reductions span few warps
+ *     32768 < cols <= 65536, bf16 rows 16-byte aligned: a block a row, the row held as it
+ *                           was loaded (64 bf16 a thread in 32 registers), widened on each pass
+ *                           (step 4's packed softmax says why)
  *     32768 < cols <= 65536, fp32 rows 16-byte aligned, a GPU that launches clusters (sm_90):
  *                           a cluster of 2 blocks a row, the row in their registers,
  *                           as in step 4; each sum over the row is the blocks' sums added
@@ -70,6 +73,7 @@ namespace cg = cooperative_groups;
 #define WARP_ROW_MAX 1024     /* up to this many columns a warp holds a row: 32 values a lane */
 #define HELD_ROW_MAX 32768    /* up to this many a block holds it: 32 values a thread, 1024 threads
                                  (16384 where a row is read an element at a time: norm_rows) */
+#define PACKED_ROW_MAX 65536  /* bf16 rows up to this many a block holds as loaded: 64 a thread */
 #define STREAM_THREADS 1024   /* the streaming kernel, for longer rows */
 #define STREAM_EPT 16         /* values a thread loads at a time there */
 #define CLUSTER_MAX 2         /* rows up to 2 * HELD_ROW_MAX held by a cluster (fp32 only): see
@@ -103,11 +107,12 @@ static __device__ __forceinline__ void store_w(float *p, const float *v)
 /* bf16 -> fp32 is exact: a bf16's bits are the top 16 bits of the float it stands for */
 static __device__ __forceinline__ float bf16_lo(unsigned w) { return __uint_as_float(w << 16); }
 static __device__ __forceinline__ float bf16_hi(unsigned w) { return __uint_as_float(w & 0xffff0000u); }
-/* two floats rounded to nearest-even bf16, packed as they lie in memory (the first low) */
+/* two floats rounded to nearest-even bf16, packed as they lie in memory (the first low): one
+ * conversion instruction for the pair on a GPU (cvt.rn.bf16x2.f32) */
 static __device__ __forceinline__ unsigned bf16x2_rn(float lo, float hi)
 {
-    return (unsigned)__bfloat16_as_ushort(__float2bfloat16_rn(lo)) |
-           (unsigned)__bfloat16_as_ushort(__float2bfloat16_rn(hi)) << 16;
+    const __nv_bfloat162 pair = __floats2bfloat162_rn(lo, hi);
+    return (unsigned)__bfloat16_as_ushort(pair.x) | (unsigned)__bfloat16_as_ushort(pair.y) << 16;
 }
 
 template <int W>
@@ -408,6 +413,100 @@ norm_block_kernel(const T *__restrict__ in, const T *__restrict__ w, const T *__
                                           threadIdx.x, blockDim.x);
 }
 
+/* the 8 bf16 of a 16-byte access, widened (in registers: no address of q is taken, which
+ * would put the held row in local memory) */
+static __device__ __forceinline__ void widen8(const uint4 &q, float (&v)[8])
+{
+    v[0] = bf16_lo(q.x); v[1] = bf16_hi(q.x); v[2] = bf16_lo(q.y); v[3] = bf16_hi(q.y);
+    v[4] = bf16_lo(q.z); v[5] = bf16_hi(q.z); v[6] = bf16_lo(q.w); v[7] = bf16_hi(q.w);
+}
+
+/* Each pass over a held row widens its values again, and the compiler would rather keep the
+ * 64 floats of one pass for the next (the same expressions), more registers than a thread has
+ * at 1024 threads, so it would spill. An empty asm that claims to change the held registers
+ * makes each pass compute from them afresh. */
+template <int N>
+static __device__ __forceinline__ void reread(uint4 (&q)[N])
+{
+#pragma unroll
+    for (int k = 0; k < N; ++k)
+        asm volatile("" : "+r"(q[k].x), "+r"(q[k].y), "+r"(q[k].z), "+r"(q[k].w));
+}
+
+/* A block a row for 16-byte aligned bf16 rows of up to PACKED_ROW_MAX columns, as step 4's
+ * packed softmax: 64 values a thread kept as they were loaded (8 bf16 to a uint4, 32
+ * registers), widened on each pass, since 64 floats would not fit the 64 registers a thread
+ * has at 1024 threads; the passes are norm_held_row's, an access at a time, through the same
+ * helpers. Columns past the end hold 0. */
+template <bool LAYER>
+static __global__ void __launch_bounds__(1024)
+norm_block_packed_kernel(const __nv_bfloat16 *__restrict__ in, const __nv_bfloat16 *__restrict__ w,
+                         const __nv_bfloat16 *__restrict__ b, __nv_bfloat16 *__restrict__ out,
+                         int cols, float eps)
+{
+    constexpr int W = 8, ACCESSES = PACKED_ROW_MAX / 1024 / W; /* 8 accesses, 64 values */
+    __shared__ float s_part[2][WARP];
+    const __nv_bfloat16 *x = in + (size_t)blockIdx.x * cols;
+    uint4 q[ACCESSES];
+    int accesses = 0;
+#pragma unroll
+    for (int a = 0; a < ACCESSES; ++a) {
+        const int col = (threadIdx.x + a * blockDim.x) * W;
+        if (col < cols) {
+            q[a] = *reinterpret_cast<const uint4 *>(x + col);
+            ++accesses;
+        } else {
+            q[a] = make_uint4(0u, 0u, 0u, 0u);
+        }
+    }
+    float k = 0.0f, d = 0.0f, rstd;
+    if constexpr (LAYER) {
+        load_w<1>(x, &k);
+        float sum = 0.0f;
+        reread(q);
+#pragma unroll
+        for (int a = 0; a < ACCESSES; ++a) {
+            float v[W];
+            widen8(q[a], v);
+            sum += shifted_sum<W, W>(v, a < accesses ? 1 : 0, k);
+        }
+        d = __fdividef(block_sum(sum, s_part[0]), (float)cols);
+        float m2 = 0.0f;
+        reread(q);
+#pragma unroll
+        for (int a = 0; a < ACCESSES; ++a) {
+            float v[W];
+            widen8(q[a], v);
+            m2 += deviations_m2<W, W>(v, a < accesses ? 1 : 0, k, d);
+        }
+        rstd = rsqrtf(block_sum(m2, s_part[1]) / cols + eps);
+    } else {
+        float ss = 0.0f; /* the columns past the end hold 0 */
+#pragma unroll
+        for (int a = 0; a < ACCESSES; ++a) {
+            float v[W];
+            widen8(q[a], v);
+#pragma unroll
+            for (int j = 0; j < W; ++j)
+                ss += v[j] * v[j];
+        }
+        rstd = rsqrtf(block_sum(ss, s_part[0]) / cols + eps);
+    }
+    reread(q);
+    /* the row's address again, not kept through the passes: every register counts here */
+    int row = blockIdx.x, first = 0, stride = blockDim.x * W;
+    asm volatile("" : "+r"(row));
+    __nv_bfloat16 *y = out + (size_t)row * cols;
+#pragma unroll
+    for (int a = 0; a < ACCESSES; ++a) {
+        float v[W];
+        widen8(q[a], v);
+        store_norm_slice<LAYER, W, W>(y, w, b, cols, first, threadIdx.x, blockDim.x, v, k, d, rstd);
+        asm volatile("" : "+r"(stride)); /* one address at a time, not all eight kept */
+        first += stride;
+    }
+}
+
 /* A block a row too long to hold: the statistics over slices of STREAM_EPT values a thread,
  * then a second read for the outputs. */
 template <typename T, int W, bool LAYER>
@@ -579,6 +678,11 @@ static void norm_rows(const T *d_x, const T *d_w, const T *d_b, T *d_y, int rows
     else if (cols <= HELD_EPT * 1024)
         norm_block_kernel<T, HELD_EPT, W, LAYER><<<rows, block_threads(cols, HELD_EPT)>>>(
             d_x, d_w, d_b, d_y, cols, eps);
+    else if (sizeof(T) == 2 && W == 8 && cols <= PACKED_ROW_MAX)
+        norm_block_packed_kernel<LAYER><<<rows, block_threads(cols, PACKED_ROW_MAX / 1024)>>>(
+            reinterpret_cast<const __nv_bfloat16 *>(d_x), reinterpret_cast<const __nv_bfloat16 *>(d_w),
+            reinterpret_cast<const __nv_bfloat16 *>(d_b), reinterpret_cast<__nv_bfloat16 *>(d_y),
+            cols, eps);
 #if HAVE_CLUSTERS
     else if (cols <= CLUSTER_MAX * HELD_ROW_MAX && norm_cluster<T, W, LAYER>(d_x, d_w, d_b, d_y, rows,
                                                                              cols, eps))
