@@ -78,6 +78,10 @@ cu_sources = $(if $(filter solutions,$1),$(wildcard solutions/$2/*.cu) \
 # Given code a chapter borrows from an earlier one, linked as that chapter builds it: chapter
 # 08's graph step captures chapter 06's three kernels.
 GIVEN_FROM_08-transfers-streams := chapters/06-error-checking/pipeline_kernels.cu
+# Chapter 10's given unfused attention runs chapter 07's step 4 reference softmax.
+GIVEN_FROM_10-fused-attention := solutions/07-memory-bound/step4_softmax.cu
+# Chapter 11 measures its steps against chapter 07's copy kernel.
+GIVEN_FROM_11-mixed-precision := chapters/07-memory-bound/copy.cu
 
 # Kernel files whose CPU-backend objects carry the GPU compiler's registers, static shared
 # memory and launch bounds of each kernel, for cudaFuncGetAttributes, the occupancy calls and
@@ -99,8 +103,8 @@ mutant_target = $(patsubst b/%,%,$(firstword $(filter b/chapters/% b/solutions/%
 
 # The chapters whose graders run concept tests on the CPU backend's instrumented build, and
 # those `make profile` knows (graders/profile_main.c picks the chapter's family)
-PROFILE_CHAPTERS := $(filter 01-% 02-% 03-% 04-% 07-%,$(CHAPTERS_ALL))
-CONCEPT_CHAPTERS := $(filter 02-% 03-% 04-% 07-%,$(PROFILE_CHAPTERS))
+PROFILE_CHAPTERS := $(filter 01-% 02-% 03-% 04-% 07-% 10-%,$(CHAPTERS_ALL))
+CONCEPT_CHAPTERS := $(filter 02-% 03-% 04-% 07-% 10-%,$(PROFILE_CHAPTERS))
 
 # ---- compiling one object ------------------------------------------------------------------
 
@@ -148,9 +152,9 @@ build/emu/%.o: %.c
 	$(stamp_deps)
 
 # the profile driver, once per chapter and backend: graders/profile_main.c with that chapter's
-# contract header; chapter 07, whose launchers take other arguments, has its own
-# (graders/profile_membound.c)
-profile_src = $(if $(filter 07-%,$1),graders/profile_membound.c,graders/profile_main.c)
+# contract header; chapters 07 and 10, whose launchers take other arguments, have their own
+# (graders/profile_membound.c, graders/10-fused-attention-profile.c)
+profile_src = $(if $(filter 07-%,$1),graders/profile_membound.c,$(if $(filter 10-%,$1),graders/$1-profile.c,graders/profile_main.c))
 build/cuda/profile/%.o: $$(call profile_src,$$*)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(CPPFLAGS_cuda) -Ichapters/$* -c $< -o $@
@@ -302,7 +306,10 @@ $(PROFILES): build/%/profile: build/$$(call p_backend,$$*)/profile/$$(call p_cha
     $$(if $$(filter cuda,$$(call p_backend,$$*)),,$(EMU_PROF_LIB)) $$(call p_reserved,$$*)
 	@mkdir -p $(@D)
 	@scripts/symbols.sh check $(call p_reserved,$*) $(call p_kernels,$*)
-	$(CXX) -o $@ $(filter %.o,$^) $(if $(filter cuda,$(call p_backend,$*)),$(CUDART_LIBS),$(EMU_PROF_LIB) $(EMU_LDLIBS))
+	$(CXX) -o $@ $(filter %.o,$^) $(if $(filter cuda,$(call p_backend,$*)),$(CUDART_LIBS) $(PROFILE_LIBS),$(EMU_PROF_LIB) $(EMU_LDLIBS))
+# chapter 10's given step 1 runs its products on cuBLAS (chapters/10-*/unfused_gemm_gpu.cu)
+$(filter build/cuda/%,$(filter $(foreach c,$(filter 10-%,$(CHAPTERS_ALL)),%/$c/profile),$(PROFILES))): \
+    PROFILE_LIBS = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas
 
 # 3. The small programs: the device probe, the harness's own tests, the isolation demo (a
 # hang, a crash, NaN, Inf, an unwritten element and an overrun, each failing one test of a demo

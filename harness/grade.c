@@ -1112,11 +1112,15 @@ int grader_run(Suite *s)
         snprintf(skipped, sizeof skipped, " (quick mode: %d shape%s skipped)", self_skipped,
                  self_skipped == 1 ? "" : "s");
     char ladder[96] = "";
-    int nsel = 0;
+    int nsel = 0, sel = 0;
     for (int i = 0; i < nsteps; i++)
-        nsel += steps[i].selected;
-    if (nsteps && nsel == 1)
-        snprintf(ladder, sizeof ladder, "  step %d of %d", wanted_step(), nsteps);
+        if (steps[i].selected) {
+            nsel++;
+            sel = i + 1;
+        }
+    /* one step asked for (STEP=k) shows which; a ladder of one step graded whole counts it */
+    if (nsteps && nsel == 1 && wanted_step())
+        snprintf(ladder, sizeof ladder, "  step %d of %d", sel, nsteps);
     else if (nsteps)
         snprintf(ladder, sizeof ladder, "  %d of %d steps passed", steps_passed, nsteps);
     if (nsteps && nsel > 1 && steps_graded < nsel)

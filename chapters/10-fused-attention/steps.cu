@@ -1,0 +1,13 @@
+/* steps.cu: chapter 10's ladder, one row a step, in order. Given, and shared with the
+ * solution: the grader, the bench, the plot and the profile driver read this table. The names
+ * are the rungs' names in the bench's rows ("unfused_bf16", "fused_simt_f16") and in
+ * plots/10-fused-attention.gp. */
+#include "attention.h"
+
+const struct attention_step ATTENTION_STEPS[] = {
+    { "unfused", "unfused (given): cuBLAS, softmax, cuBLAS", 1, 0, attention_unfused_bf16,
+      attention_unfused_f16 },
+    { "fused_simt", "fused, SIMT: online softmax", 0, 1, attention_fused_bf16,
+      attention_fused_f16 },
+};
+const int ATTENTION_NUM_STEPS = sizeof ATTENTION_STEPS / sizeof ATTENTION_STEPS[0];

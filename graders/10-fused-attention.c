@@ -1,0 +1,809 @@
+/* 10-fused-attention.c: the grader of chapter 10, and its bench. The steps (steps.cu):
+ *
+ *   step 1  unfused attention, given: nothing to write; the baseline later steps are timed
+ *           against. Its own correctness is checked ahead of the ladder ("baseline ..."), on
+ *           every grade, so that a speed ratio never rests on a wrong baseline.
+ *   step 2  fused attention on the SIMT cores, bf16 and fp16: attention_fused_*
+ *
+ * Step 2 is graded on
+ *   correctness  o and lse against a double-precision reference on fresh random inputs, twice
+ *                each (the second run shuffled on the CPU backend), o and lse poisoned with
+ *                NaN, every buffer guarded (the work space too); dim 64 and 128, causal and
+ *                not, len 1, primes, lengths short of a tile and off every tile, several
+ *                heads; the numerical vectors below
+ *   concept      on the CPU backend, from the emu's instrumented build (graders/concept.h and
+ *                the profile driver graders/10-fused-attention-profile.c), on a shape drawn
+ *                from the seed: one launch; global stores no more than o and lse (no len x len
+ *                matrix written anywhere); global loads no more than q once and k and v once a
+ *                block of 16 query rows, and no fewer than q, k and v once (the backend sees
+ *                loads of plain types only: 16-byte loads, uint4, are asked for)
+ *   speed        on a GPU: causal, bf16, dim 64, 2 x 16 heads x len 4096, yours against the
+ *                unfused step in the same run, needs 0.6x its time (see SPEED_NEEDS)
+ *   grade --bench F  both steps, bf16, dim 64 and 128 (hidden size 2048: 32 and 16 heads),
+ *                batch 2, len 512 to 8192, causal and not (GPU only)
+ *
+ * Tolerances. u is the unit roundoff of fp32 (2^-24), u_t that of the inputs' format (2^-8
+ * bf16, 2^-11 fp16). Per query row i, the reference (in double) gives the scores s_j, the
+ * probabilities p_j, o = sum p_j v_j, lse = m + log l, and two scales: A_c = sum_j p_j |v_jc|
+ * (what the rounding of the sum of o's column c is relative to) and E_i = scale max_j sum_c
+ * |q_ic||k_jc| (what a score's rounding is relative to). Then, with n the keys row i sees,
+ *   o    |got - o| <= u_t |o| + A_c (u_t + (4 (dim + 2) E_i + 16 sqrt(n) + 64) u) + atol
+ *   lse  |got - lse| <= (8 |lse| + 4 (dim + 2) E_i + 16 sqrt(n) + 64) u
+ * u_t |o|: o is rounded to the format once. u_t A_c: P may be rounded to the format before
+ * the second product (step 1 does, as every tensor-core kernel does). A score's error, at most
+ * (dim + 2) u E_i for fp32 accumulation of exact bf16 or fp16 products, moves p_j by that
+ * relative amount, and o and lse by at most twice that (the normalisation): 4 (dim + 2) E_i
+ * leaves a factor of 2 for __expf's own error and the rounding of s - m. The sums of n terms
+ * (l, and o's) are held to the probabilistic bound of Higham and Mary with lambda = 16 (the
+ * chapter 07 and GEMM graders use 8), and 64 u covers the few roundings of the rescales, the
+ * division and the log. atol: 2^-25 for fp16 (its subnormals are spaced 2^-24), 2^-126 for
+ * bf16. A dropped key (weight about 1/n) or a mask off by one key breaks o far outside this
+ * on the short rows, and a score out by a rescale breaks it everywhere.
+ * NaN: where the reference is NaN (a NaN row of q; a row that sees a NaN row of k) the output
+ * must be NaN; NaN passes nowhere else.
+ */
+#define _POSIX_C_SOURCE 200809L /* popen: graders/concept.h */
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flow.h"
+#include "concept.h"
+#include "attention.h"
+
+#define CHAPTER "10-fused-attention"
+#define U32 (1.0 / 16777216.0)  /* 2^-24 */
+#define UBF16 (1.0 / 256.0)     /* 2^-8 */
+#define UF16 (1.0 / 2048.0)     /* 2^-11 */
+#define TINY 1.1754943508222875e-38 /* 2^-126 */
+#define F16_ATOL (1.0 / 33554432.0) /* 2^-25: half of fp16's subnormal spacing */
+
+/* ==== the problem ========================================================================== */
+
+enum dtype { BF16, F16 };
+enum vec {
+    V_UNIFORM, /* q, k, v uniform in [-1, 1), scale 1/sqrt(dim): a spread of scores */
+    V_LARGE,   /* q and k uniform in [-4, 4), scale 1: scores reach +-200, where exp
+                  overflows fp32; a softmax that does not subtract the max gives inf / inf */
+    V_NAN,     /* a NaN in one row of q a head; with the causal mask also in one row of k,
+                  which every later row sees */
+};
+static const char *const VEC_NAME[] = { "", ", scores to +-200", ", NaN rows" };
+
+struct at_shape {
+    int dtype, batch, heads, len, dim, causal, vec;
+    int lse;        /* 1: lse is checked (the step writes it) */
+};
+
+struct at_problem {
+    struct at_shape s;
+    size_t nqkv, nlse;           /* elements of q (= k = v = o), of lse */
+    float scale;
+    float *h_q, *h_k, *h_v;      /* the inputs' values, widened */
+    uint16_t *raw_q, *raw_k, *raw_v, *raw_o;
+    float *h_lse;
+    double *ref_o, *tol_o, *ref_lse, *tol_lse;
+    int ref_lse_valid;           /* 0 where the reference is a kernel's o alone (speed) */
+    void *d_q, *d_k, *d_v, *d_o, *d_lse, *d_work;
+};
+
+/* ---- the two 16-bit formats, bit by bit ---------------------------------------------------- */
+
+static uint16_t to_bf16(double v)
+{
+    float f = (float)v;
+    uint32_t b;
+    memcpy(&b, &f, 4);
+    if ((b & 0x7fffffffu) > 0x7f800000u)
+        return 0x7fc0;
+    b += 0x7fffu + ((b >> 16) & 1u); /* round to nearest even */
+    return (uint16_t)(b >> 16);
+}
+
+static double from_bf16(uint16_t h)
+{
+    uint32_t b = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &b, 4);
+    return f;
+}
+
+/* fp16, round to nearest even (nearbyint in the default rounding mode); |v| < 65504 here */
+static uint16_t to_f16(double v)
+{
+    if (isnan(v))
+        return 0x7e00;
+    uint16_t sign = signbit(v) ? 0x8000 : 0;
+    double a = fabs(v);
+    if (a == 0)
+        return sign;
+    int e;
+    frexp(a, &e); /* a = f 2^e, f in [0.5, 1): the leading bit is 2^(e - 1) */
+    if (e - 1 < -14) /* subnormal: steps of 2^-24; 1024 of them is the smallest normal */
+        return sign | (uint16_t)nearbyint(ldexp(a, 24));
+    double mant = nearbyint(ldexp(a, 10 - (e - 1)));
+    if (mant >= 2048)
+        mant = 1024, e++;
+    int field = e - 1 + 15;
+    if (field >= 31)
+        return sign | 0x7c00;
+    return sign | (uint16_t)(field << 10) | (uint16_t)(mant - 1024);
+}
+
+static double from_f16(uint16_t h)
+{
+    int field = (h >> 10) & 0x1f, mant = h & 0x3ff;
+    double sign = h & 0x8000 ? -1 : 1;
+    if (field == 31)
+        return mant ? NAN : sign * INFINITY;
+    if (field == 0)
+        return sign * ldexp(mant, -24);
+    return sign * ldexp(1024 + mant, field - 25);
+}
+
+static uint16_t to_fmt(int dtype, double v) { return dtype == F16 ? to_f16(v) : to_bf16(v); }
+static double from_fmt(int dtype, uint16_t h) { return dtype == F16 ? from_f16(h) : from_bf16(h); }
+static double u_of(int dtype) { return dtype == F16 ? UF16 : UBF16; }
+
+static void at_shape_name(const void *shape, char *buf, size_t len)
+{
+    const struct at_shape *s = shape;
+    snprintf(buf, len, "%dx%dx%dx%d %s%s%s", s->batch, s->heads, s->len, s->dim,
+             s->dtype == F16 ? "fp16" : "bf16", s->causal ? " causal" : "", VEC_NAME[s->vec]);
+}
+
+/* the multiply-adds of both products, every score counted */
+static double at_work(const void *shape)
+{
+    const struct at_shape *s = shape;
+    return 2.0 * s->batch * s->heads * (double)s->len * s->len * s->dim;
+}
+
+static void *at_init(const struct flow_kind *k, const void *shape)
+{
+    (void)k;
+    struct at_problem *p = calloc(1, sizeof *p);
+    if (!p)
+        abort();
+    p->s = *(const struct at_shape *)shape;
+    const struct at_shape *s = &p->s;
+    p->nlse = (size_t)s->batch * s->heads * s->len;
+    p->nqkv = p->nlse * s->dim;
+    p->scale = s->vec == V_LARGE ? 1.0f : (float)(1.0 / sqrt((double)s->dim));
+    size_t n = p->nqkv;
+    p->h_q = xmalloc(n * sizeof(float));
+    p->h_k = xmalloc(n * sizeof(float));
+    p->h_v = xmalloc(n * sizeof(float));
+    p->raw_q = xmalloc(n * 2), p->raw_k = xmalloc(n * 2), p->raw_v = xmalloc(n * 2);
+    p->raw_o = xmalloc(n * 2);
+    p->h_lse = xmalloc(p->nlse * sizeof(float));
+    p->ref_o = xmalloc(n * sizeof(double)), p->tol_o = xmalloc(n * sizeof(double));
+    p->ref_lse = xmalloc(p->nlse * sizeof(double));
+    p->tol_lse = xmalloc(p->nlse * sizeof(double));
+    p->d_q = dbuf_alloc_input(n * 2, "d_q");
+    p->d_k = dbuf_alloc_input(n * 2, "d_k");
+    p->d_v = dbuf_alloc_input(n * 2, "d_v");
+    p->d_o = dbuf_alloc(n * 2, "d_o");
+    p->d_lse = dbuf_alloc(p->nlse * sizeof(float), "d_lse");
+    /* an input to the judge: only its guard zones travel from the runner, not its bytes */
+    p->d_work = dbuf_alloc_input(attention_work_bytes(s->batch, s->heads, s->len), "d_work");
+    return p;
+}
+
+static void at_free(void *pp)
+{
+    struct at_problem *p = pp;
+    free(p->h_q), free(p->h_k), free(p->h_v);
+    free(p->raw_q), free(p->raw_k), free(p->raw_v), free(p->raw_o), free(p->h_lse);
+    free(p->ref_o), free(p->tol_o), free(p->ref_lse), free(p->tol_lse);
+    dbuf_free(p->d_q), dbuf_free(p->d_k), dbuf_free(p->d_v), dbuf_free(p->d_o);
+    dbuf_free(p->d_lse), dbuf_free(p->d_work);
+    free(p);
+}
+
+static void at_poison(void *pp)
+{
+    struct at_problem *p = pp;
+    dbuf_poison(p->d_o);
+    dbuf_poison(p->d_lse);
+    dbuf_poison(p->d_work); /* garbage on entry, as the contract says */
+}
+
+/* ---- inputs ------------------------------------------------------------------------------ */
+
+static void at_fill_inputs(void *pp, struct rng *r)
+{
+    struct at_problem *p = pp;
+    const struct at_shape *s = &p->s;
+    const int t = s->dtype;
+    const double qk = s->vec == V_LARGE ? 4 : 1;
+    for (size_t e = 0; e < p->nqkv; e++) {
+        p->raw_q[e] = to_fmt(t, rng_uniform(r, -qk, qk));
+        p->raw_k[e] = to_fmt(t, rng_uniform(r, -qk, qk));
+        p->raw_v[e] = to_fmt(t, rng_uniform(r, -1, 1));
+    }
+    if (s->vec == V_NAN)
+        for (int bh = 0; bh < s->batch * s->heads; bh++) {
+            size_t row = (size_t)bh * s->len + rng_next(r) % (uint64_t)s->len;
+            p->raw_q[row * s->dim + rng_next(r) % (uint64_t)s->dim] = to_fmt(t, NAN);
+            if (s->causal) {
+                row = (size_t)bh * s->len + rng_next(r) % (uint64_t)s->len;
+                p->raw_k[row * s->dim + rng_next(r) % (uint64_t)s->dim] = to_fmt(t, NAN);
+            }
+        }
+    for (size_t e = 0; e < p->nqkv; e++) {
+        p->h_q[e] = (float)from_fmt(t, p->raw_q[e]);
+        p->h_k[e] = (float)from_fmt(t, p->raw_k[e]);
+        p->h_v[e] = (float)from_fmt(t, p->raw_v[e]);
+    }
+    to_device(p->d_q, p->raw_q, p->nqkv * 2);
+    to_device(p->d_k, p->raw_k, p->nqkv * 2);
+    to_device(p->d_v, p->raw_v, p->nqkv * 2);
+    at_poison(p);
+}
+
+/* ---- the reference ------------------------------------------------------------------------- */
+
+/* row i of head bh into ref_o, tol_o, ref_lse, tol_lse; s and pr: len doubles of room */
+static void reference_row(struct at_problem *p, int bh, int i, double *sc, double *pr)
+{
+    const struct at_shape *s = &p->s;
+    const int d = s->dim, n = s->causal ? i + 1 : s->len;
+    const size_t row = (size_t)bh * s->len + i;
+    const float *q = p->h_q + row * d, *kb = p->h_k + (size_t)bh * s->len * d;
+    const float *vb = p->h_v + (size_t)bh * s->len * d;
+    double *o = p->ref_o + row * d, *tol = p->tol_o + row * d;
+    double m = -INFINITY, e_max = 0;
+    int has_nan = 0;
+    for (int j = 0; j < n; j++) {
+        const float *kj = kb + (size_t)j * d;
+        double dot = 0, abs = 0;
+        for (int c = 0; c < d; c++) {
+            dot += (double)q[c] * kj[c];
+            abs += fabs((double)q[c] * kj[c]);
+        }
+        sc[j] = p->scale * dot;
+        has_nan |= isnan(sc[j]);
+        if (!isnan(abs) && p->scale * abs > e_max)
+            e_max = p->scale * abs;
+        if (sc[j] > m)
+            m = sc[j];
+    }
+    if (has_nan) {
+        for (int c = 0; c < d; c++)
+            o[c] = NAN, tol[c] = 0;
+        p->ref_lse[row] = NAN, p->tol_lse[row] = 0;
+        return;
+    }
+    double l = 0;
+    for (int j = 0; j < n; j++)
+        l += pr[j] = exp(sc[j] - m);
+    const double ut = u_of(s->dtype), atol = s->dtype == F16 ? F16_ATOL : TINY;
+    const double sums = (4.0 * (d + 2) * e_max + 16 * sqrt((double)n) + 64) * U32;
+    for (int c = 0; c < d; c++) {
+        double acc = 0, a = 0;
+        for (int j = 0; j < n; j++) {
+            const double v = vb[(size_t)j * d + c];
+            acc += pr[j] * v;
+            a += pr[j] * fabs(v);
+        }
+        o[c] = acc / l;
+        tol[c] = ut * fabs(o[c]) + (a / l) * (ut + sums) + atol;
+    }
+    p->ref_lse[row] = m + log(l);
+    p->tol_lse[row] = (8 * fabs(p->ref_lse[row]) + 4.0 * (d + 2) * e_max +
+                       16 * sqrt((double)n) + 64) * U32;
+}
+
+static void at_fill(void *pp, struct rng *r)
+{
+    struct at_problem *p = pp;
+    at_fill_inputs(p, r);
+    double *sc = xmalloc((size_t)p->s.len * sizeof(double));
+    double *pr = xmalloc((size_t)p->s.len * sizeof(double));
+    for (int bh = 0; bh < p->s.batch * p->s.heads; bh++)
+        for (int i = 0; i < p->s.len; i++)
+            reference_row(p, bh, i, sc, pr);
+    free(sc), free(pr);
+    p->ref_lse_valid = 1;
+}
+
+/* ---- launching ----------------------------------------------------------------------------- */
+
+static void at_launch(void *pp, flow_fn fn)
+{
+    struct at_problem *p = pp;
+    const struct at_shape *s = &p->s;
+    if (s->dtype == F16)
+        ((attention_f16_fn)fn)(p->d_q, p->d_k, p->d_v, p->d_o, p->d_lse, s->batch, s->heads,
+                               s->len, s->dim, s->causal, p->scale, p->d_work);
+    else
+        ((attention_bf16_fn)fn)(p->d_q, p->d_k, p->d_v, p->d_o, p->d_lse, s->batch, s->heads,
+                                s->len, s->dim, s->causal, p->scale, p->d_work);
+}
+
+/* no library of the whole operation here: the baseline is step 1 */
+static int at_library(void *pp)
+{
+    (void)pp;
+    return -1;
+}
+
+/* ---- checking ------------------------------------------------------------------------------ */
+
+struct verdict {
+    size_t bad, checked, unwritten, nan_missing, bad_lse, lse_unwritten;
+    size_t first[CMP_MAX_REPORT];
+    int nreport;
+    size_t first_lse;
+    double got_lse;
+};
+
+static int wrong(double got, double want, double tol)
+{
+    if (isnan(want))
+        return !isnan(got);
+    return !isfinite(got) || fabs(got - want) > tol;
+}
+
+static struct verdict compare(struct at_problem *p)
+{
+    struct verdict v = { 0 };
+    for (size_t e = 0; e < p->nqkv; e++) {
+        double got = from_fmt(p->s.dtype, p->raw_o[e]);
+        v.checked++;
+        if (!wrong(got, p->ref_o[e], p->tol_o[e]))
+            continue;
+        if (v.nreport < CMP_MAX_REPORT)
+            v.first[v.nreport++] = e;
+        v.bad++;
+        v.unwritten += isnan(got) && !isnan(p->ref_o[e]);
+        v.nan_missing += isnan(p->ref_o[e]) != 0;
+    }
+    if (p->s.lse && p->ref_lse_valid)
+        for (size_t e = 0; e < p->nlse; e++)
+            if (wrong(p->h_lse[e], p->ref_lse[e], p->tol_lse[e])) {
+                if (!v.bad_lse++)
+                    v.first_lse = e, v.got_lse = p->h_lse[e];
+                v.lse_unwritten += isnan(p->h_lse[e]) && !isnan(p->ref_lse[e]);
+            }
+    return v;
+}
+
+static const char *at_hint(const struct at_problem *p, const struct verdict *v, int in_o)
+{
+    const struct at_shape *s = &p->s;
+    if (in_o && v->unwritten == v->checked)
+        return "nothing was written (every element of o is still the NaN poison): is the TODO "
+               "of step2_fused.cu done, and does the launcher start the kernel?";
+    if (!in_o && v->lse_unwritten == p->nlse)
+        return "lse is still the NaN poison everywhere: write lse[row] = m + log(l) for every "
+               "row, once, at the end";
+    if (!in_o)
+        return "lse = m + log(l), with m the row's running max and l the running sum of "
+               "exp(s - m): log(l) alone forgets the max the sum was taken against";
+    if (v->nan_missing && v->nan_missing == v->bad)
+        return "a NaN in a row of q (or a row of k the row sees) must make that row of o NaN: "
+               "fmaxf drops a NaN, but exp(NaN) and sums keep it; do not clamp or skip it";
+    if (s->vec == V_LARGE)
+        return "scores of +-200: exp(200) is inf in fp32 (and inf / inf is NaN), so subtract "
+               "the row's running max before exp, and rescale what was summed against an "
+               "older max by exp(m_old - m_new)";
+    if (v->unwritten)
+        return "some elements of o are NaN where the reference is not (the poison, never "
+               "overwritten, or a 0 / 0): does every query row get a block, the last partial "
+               "tile of rows included, and every column of a row? Does every row see a key?";
+    if (s->causal)
+        return "row i sees keys j <= i (itself included): the mask is key > row, and the "
+               "keys past len in the last tile are masked too";
+    return "when the running max grows, both l and the accumulator of o must be scaled by "
+           "exp(m_old - m_new); and the keys past len in the last tile must be masked (-inf), "
+           "not zero";
+}
+
+static void at_check(void *pp, int slot, const char *what)
+{
+    struct at_problem *p = pp;
+    char shape[96], msg[GRADE_TEXT];
+    at_shape_name(&p->s, shape, sizeof shape);
+    gpu_sync();
+    void *bufs[] = { p->d_o, p->d_lse, p->d_work, p->d_q, p->d_k, p->d_v };
+    for (size_t b = 0; b < sizeof bufs / sizeof bufs[0]; b++) {
+        if (dbuf_check_guards(bufs[b], msg, sizeof msg) == 0)
+            continue;
+        grade_hint(slot, "%s", b == 0 ? "a store past the end of o: the last tile of rows must "
+                                        "stop at len"
+                             : b == 1 ? "a store past the end of lse: one float a row, rows "
+                                        "past len have none"
+                             : b == 2 ? "the work space is attention_work_bytes(batch, heads, "
+                                        "len) bytes"
+                                      : "q, k and v are only read: nothing may be stored there");
+        ck_abort_msg("%s: %s: %s", shape, what, msg);
+    }
+    to_host(p->raw_o, p->d_o, p->nqkv * 2);
+    if (p->s.lse)
+        to_host(p->h_lse, p->d_lse, p->nlse * sizeof(float));
+    struct verdict v = compare(p);
+    const int d = p->s.dim, len = p->s.len;
+    if (v.bad) {
+        char first[320] = "";
+        size_t at = 0;
+        for (int i = 0; i < v.nreport && at < sizeof first; i++) {
+            size_t e = v.first[i], row = e / d;
+            at += snprintf(first + at, sizeof first - at, "%s(head %zu, row %zu, col %zu): got "
+                           "%.6g, want %.6g (within %.2g)", i ? "; " : "first at ",
+                           row / len, row % len, e % d, from_fmt(p->s.dtype, p->raw_o[e]),
+                           p->ref_o[e], p->tol_o[e]);
+        }
+        grade_hint(slot, "%s", at_hint(p, &v, 1));
+        ck_abort_msg("%s: %s: o: %zu of %zu wrong, %s", shape, what, v.bad, v.checked, first);
+    }
+    if (v.bad_lse) {
+        grade_hint(slot, "%s", at_hint(p, &v, 0));
+        ck_abort_msg("%s: %s: lse: %zu of %zu wrong, first at (head %zu, row %zu): got %.7g, "
+                     "want %.7g (within %.2g)", shape, what, v.bad_lse, p->nlse,
+                     v.first_lse / len, v.first_lse % len, v.got_lse, p->ref_lse[v.first_lse],
+                     p->tol_lse[v.first_lse]);
+    }
+}
+
+/* The speed test's reference is step 1's o on the GPU (the host would take minutes at len
+ * 4096): both sides round, so the allowance doubles, and the sum's scale A_c is bounded by
+ * max |v| = 1; lse, which step 1 does not write, is checked by the correctness tests only. */
+static void at_adopt(void *pp)
+{
+    struct at_problem *p = pp;
+    gpu_sync();
+    to_host(p->raw_o, p->d_o, p->nqkv * 2);
+    const double ut = u_of(p->s.dtype);
+    const double sums = (4.0 * (p->s.dim + 2) * p->s.dim + 16 * sqrt((double)p->s.len) + 64) * U32;
+    for (size_t e = 0; e < p->nqkv; e++) {
+        p->ref_o[e] = from_fmt(p->s.dtype, p->raw_o[e]);
+        p->tol_o[e] = 2 * (ut * fabs(p->ref_o[e]) + ut + sums) + F16_ATOL;
+    }
+    p->ref_lse_valid = 0;
+}
+
+/* the adopted reference against the host's on a sample of rows: 8 of each of the first and
+ * the last head */
+static void at_vet(void *pp, struct rng *r, int slot)
+{
+    struct at_problem *p = pp;
+    double *ref = xmalloc(p->nqkv * sizeof(double)), *tol = xmalloc(p->nqkv * sizeof(double));
+    memcpy(ref, p->ref_o, p->nqkv * sizeof(double));
+    memcpy(tol, p->tol_o, p->nqkv * sizeof(double));
+    double *sc = xmalloc((size_t)p->s.len * sizeof(double));
+    double *pr = xmalloc((size_t)p->s.len * sizeof(double));
+    const int heads = p->s.batch * p->s.heads, d = p->s.dim;
+    for (int t = 0; t < 16; t++) {
+        int bh = t < 8 ? 0 : heads - 1, i = (int)(rng_next(r) % (uint64_t)p->s.len);
+        reference_row(p, bh, i, sc, pr);
+        size_t row = (size_t)bh * p->s.len + i;
+        for (int c = 0; c < d; c++) {
+            size_t e = row * d + c;
+            if (wrong(ref[e], p->ref_o[e], p->tol_o[e])) {
+                grade_hint(slot, "the unfused step is the speed test's reference, and it is "
+                                 "wrong: unfused.cu is given; has it been changed?");
+                ck_abort_msg("the unfused step's o at (head %d, row %d, col %d) is %.6g, the "
+                             "host's %.6g", bh, i, c, ref[e], p->ref_o[e]);
+            }
+        }
+    }
+    memcpy(p->ref_o, ref, p->nqkv * sizeof(double));
+    memcpy(p->tol_o, tol, p->nqkv * sizeof(double));
+    free(ref), free(tol), free(sc), free(pr);
+}
+
+static int at_bench_check(void *pp, const char *name, const char *shape)
+{
+    struct at_problem *p = pp;
+    gpu_sync();
+    to_host(p->raw_o, p->d_o, p->nqkv * 2);
+    struct verdict v = compare(p);
+    if (v.bad) {
+        fprintf(stderr, "bench: %s at %s: %zu of %zu outputs wrong\n", name, shape, v.bad,
+                v.checked);
+        return -1;
+    }
+    return 0;
+}
+
+static const struct flow_kind AT = {
+    sizeof(struct at_shape), at_init, at_fill, at_launch, at_library, at_check, at_poison,
+    at_free, at_shape_name, at_work, "multiply-adds", at_fill, at_bench_check, at_fill_inputs,
+    at_adopt, NULL,
+};
+
+/* ==== the correctness shapes ================================================================ */
+
+/* { batch, heads, GPU len, CPU len, dim, causal, vec }: len 1 (o is v), 17 and 97 and 257
+ * (primes), 31 (short of a 32-key tile), 200 (no multiple of 64), several heads; the CPU
+ * backend's largest shapes shrink */
+static const struct { int batch, heads, gpu_len, cpu_len, dim, causal, vec; } SHAPES[] = {
+    { 1, 1, 1, 1, 64, 0, V_UNIFORM },       { 1, 2, 17, 17, 64, 1, V_UNIFORM },
+    { 2, 1, 97, 97, 128, 0, V_UNIFORM },    { 1, 1, 31, 31, 128, 1, V_UNIFORM },
+    { 1, 2, 200, 200, 64, 1, V_UNIFORM },   { 1, 1, 257, 257, 128, 1, V_UNIFORM },
+    { 2, 3, 1000, 131, 64, 0, V_UNIFORM },  { 1, 2, 2047, 193, 128, 0, V_UNIFORM },
+    { 1, 1, 4096, 300, 64, 1, V_UNIFORM },  { 1, 1, 130, 130, 64, 0, V_LARGE },
+    { 1, 1, 77, 77, 128, 1, V_LARGE },      { 1, 2, 70, 70, 64, 1, V_NAN },
+    { 1, 2, 45, 45, 128, 0, V_NAN },
+};
+#define NSHAPES ((int)(sizeof SHAPES / sizeof SHAPES[0]))
+
+/* the baseline's: fewer, small (it runs on every grade, STEP or not) */
+static const int BASE_SHAPES[] = { 0, 1, 2, 4, 9 };
+#define NBASE ((int)(sizeof BASE_SHAPES / sizeof BASE_SHAPES[0]))
+
+struct shape_list {
+    struct at_shape gpu[NSHAPES], cpu[NSHAPES];
+    struct flow_shapes fs;
+};
+
+static const struct flow_shapes *shapes_for(struct shape_list *l, int dtype, int lse,
+                                            int baseline)
+{
+    int n = 0;
+    for (int k = 0; k < (baseline ? NBASE : NSHAPES); k++, n++) {
+        int i = baseline ? BASE_SHAPES[k] : k;
+        struct at_shape s = { dtype, SHAPES[i].batch, SHAPES[i].heads, SHAPES[i].gpu_len,
+                              SHAPES[i].dim, SHAPES[i].causal, SHAPES[i].vec, lse };
+        l->gpu[n] = s;
+        s.len = SHAPES[i].cpu_len;
+        l->cpu[n] = s;
+    }
+    l->fs = (struct flow_shapes){ l->gpu, l->cpu, n, .plain_titles = 0 };
+    return &l->fs;
+}
+
+/* ==== speed (GPU only) ======================================================================= */
+
+/* Step 2 against step 1 at one shape: causal, bf16, dim 64, batch 2, 16 heads, len 4096.
+ * The gate, SPEED_NEEDS, is set from the napkin math of the lesson and must be confirmed on
+ * the H200 (the bench writes both rungs' times: plots/data/h200/10-fused-attention.tsv):
+ *   step 1 moves about 20 bytes a score (S and P through memory) plus a causal mask pass
+ *   (4 more), 24 x 4096^2 x 32 = 12.9 GB: about 3.5 ms at 3.7 TB/s, its GEMMs on the tensor
+ *   cores hidden under that; step 2 does 4 x 4096^2 x 64 x 32 / 2 = 69 GFLOP of FMAs (the
+ *   masked half skipped), about 3.5 ms at 20 TFLOP/s (30% of the FP32 peak, what about one
+ *   FMA per shared load allows). Predicted about 1.0x; needs 0.6x, the margin for a SIMT
+ *   kernel that reaches 12 TFLOP/s. Non-causal (the bench's rows) the prediction is about
+ *   0.5x: there the tensor cores win, which is step 3's point. */
+#define SPEED_NEEDS 0.6
+static const struct at_shape SPEED_SHAPE = { BF16, 2, 16, 4096, 64, 1, V_UNIFORM, 0 };
+
+static void speed_verdict(int slot, const void *shape, const struct flow_times *t)
+{
+    const struct at_shape *s = shape;
+    double tb = t->base.median_ms, ty = t->yours.median_ms, ratio = tb / ty;
+    /* FLOPs as the issue counts them: 4 len^2 dim a head, halved for the causal mask */
+    double flops = 2 * at_work(s) * (s->causal ? 0.5 : 1);
+    grade_note(slot, "yours %.3f ms (%.1f TFLOP/s) = %.2fx the unfused step's %.3f ms (%.1f "
+                     "TFLOP/s; needs %.2fx)", ty, flops / (ty * 1e9), ratio, tb,
+               flops / (tb * 1e9), SPEED_NEEDS);
+    grade_summary("%.1f TFLOP/s = %.2fx unfused (needs %.2fx)", flops / (ty * 1e9), ratio,
+                  SPEED_NEEDS);
+    grade_hint(slot, "a block of query rows must load each K and V tile once for all its rows "
+                     "(shared memory), each thread compute several scores and several output "
+                     "columns from registers (as chapter 04's register blocking), and a causal "
+                     "block stop at its last row's key: the tiles above the diagonal are half "
+                     "the work");
+    char name[96];
+    at_shape_name(s, name, sizeof name);
+    ck_assert_msg(ratio >= SPEED_NEEDS, "%s: yours %.3f ms, the unfused step %.3f ms: %.2fx, "
+                  "needs %.2fx", name, ty, tb, ratio, SPEED_NEEDS);
+}
+
+/* ==== concept tests (CPU backend) ============================================================ */
+
+/* the shape drawn from the test's seed: batch 1, 2 heads, len 150-250 (no multiple of 16, 32
+ * or 64), dim 64 or 128, causal or not; the driver's shape syntax: BxHxLxD, "c" for causal */
+static void concept_shape(int slot, struct at_shape *s, char *arg, size_t n)
+{
+    struct rng r = grade_rng(slot);
+    *s = (struct at_shape){ BF16, 1, 2, concept_pick(&r, 151, 249, 2),
+                            concept_pick(&r, 64, 128, 64), concept_pick(&r, 0, 1, 1),
+                            V_UNIFORM, 1 };
+    snprintf(arg, n, "%dx%dx%dx%d%s", s->batch, s->heads, s->len, s->dim, s->causal ? "c" : "");
+}
+
+START_TEST(fused_traffic)
+{
+    int slot = grade_slot();
+    struct at_shape s;
+    char arg[64];
+    concept_shape(slot, &s, arg, sizeof arg);
+    struct concept_row r = concept_profile_or_abort_at("fused", arg);
+    const double bh = (double)s.batch * s.heads, qkv = bh * s.len * s.dim * 2;
+    const double out = qkv + bh * s.len * 4; /* o and lse */
+    const double loads = r.gld_bpr * (double)r.gld_requests;
+    const double stores = r.gst_bpr * (double)r.gst_requests;
+    const double kv_passes = (loads - qkv) / (2 * qkv), tiles16 = ceil(s.len / 16.0);
+    if (loads == 0 && stores == 0)
+        ck_abort_msg("at %s: the kernel read and wrote nothing in global memory: is the TODO of "
+                     "step2_fused.cu done?", arg);
+    if (r.launches != 1) {
+        grade_hint(slot, "one kernel does it all: the scores, the softmax and the product with "
+                         "V of a tile, then the next tile");
+        ck_abort_msg("at %s: %d kernel launches (one wanted)", arg, r.launches);
+    }
+    /* the CPU backend counts accesses of plain types (a uint4, an unsigned short), not those
+     * made through the __nv_bfloat16 and __half classes: a kernel whose loads it did not see
+     * is asked for 16-byte loads, which a GPU wants anyway */
+    if (loads < 0.95 * 3 * qkv) {
+        grade_hint(slot, "load q, k and v 16 bytes at a time: a uint4 (eight bf16 or fp16 "
+                         "values) from a row (every row starts on a 16-byte boundary), then "
+                         "widen each half of it; the CPU backend counts loads of plain types, "
+                         "and a GPU moves 16 bytes a lane in one instruction");
+        ck_abort_msg("at %s: %.0f bytes of global loads seen for %.0f of q, k and v: loads "
+                     "through __nv_bfloat16 or __half elements are not counted here; load "
+                     "uint4s", arg, loads, 3 * qkv);
+    }
+    if (stores > 1.1 * out) {
+        grade_hint(slot, "o and lse are the only outputs: the scores and probabilities of a "
+                         "tile live in registers and shared memory, and are gone when the next "
+                         "tile comes; a len x len matrix in memory is step 1's 20 bytes a "
+                         "score");
+        ck_abort_msg("at %s: stored %.0f bytes to global memory; o and lse are %.0f (%.1fx): "
+                     "something besides the output went to memory", arg, stores, out,
+                     stores / out);
+    }
+    if (loads > 1.1 * (qkv + 2 * qkv * tiles16)) {
+        grade_hint(slot, "stage each tile of K and V in shared memory once, and let every "
+                         "query row of the block use it from there: a thread that reads K and "
+                         "V from global memory for its own row reads them len times");
+        ck_abort_msg("at %s: loaded %.0f bytes from global memory for %.0f of q, k and v: k "
+                     "and v read %.1f times each, more than once a block of 16 query rows "
+                     "(%.0f)", arg, loads, 3 * qkv, kv_passes, tiles16);
+    }
+    grade_note(slot, "at %s: one launch; stored %.2fx o and lse; loaded q once and k, v %.1f "
+                     "times (a block of %.0f query rows each)", arg, stores / out, kv_passes,
+               kv_passes > 0 ? s.len / kv_passes : 0);
+    grade_summary("one launch, %.2fx o and lse stored, k and v read %.1fx", stores / out,
+                  kv_passes);
+}
+END_TEST
+
+/* ==== bench ================================================================================= */
+
+struct bench_run {
+    struct at_problem *p;
+    flow_fn fn;
+};
+
+static void bench_launch(void *ctx)
+{
+    struct bench_run *b = ctx;
+    at_launch(b->p, b->fn);
+}
+
+/* Rows: kernel "unfused_bf16" or "fused_simt_bf16", shape "BxHxLxD" with "c" for causal, the
+ * median ms, GB/s of the compulsory bytes (q, k, v read and o written once, lse), and GFLOP/s
+ * counted as 4 len^2 dim a head, halved for causal (the work the mask leaves). Step 1's o,
+ * vetted against the host on a sample of rows, is each shape's reference. */
+static int bench(const char *path)
+{
+    struct device_info info;
+    struct results out;
+    if (bench_begin(path, &out, &info) != 0)
+        return EXIT_FAILURE;
+    struct rng r;
+    rng_init(&r, harness_seed());
+    int rc = 0;
+    static const int LENS[] = { 512, 1024, 2048, 4096, 8192 };
+    static const int DIMS[] = { 64, 128 };
+    for (size_t di = 0; di < 2 && !rc; di++)
+        for (int causal = 0; causal <= 1 && !rc; causal++)
+            for (size_t li = 0; li < sizeof LENS / sizeof LENS[0] && !rc; li++) {
+                /* hidden size 2048, batch 2: 32 heads of 64 or 16 of 128 */
+                struct at_shape s = { BF16, 2, 2048 / DIMS[di], LENS[li], DIMS[di], causal,
+                                      V_UNIFORM, 0 };
+                struct at_problem *p = at_init(&AT, &s);
+                at_fill_inputs(p, &r);
+                at_launch(p, (flow_fn)ATTENTION_STEPS[0].bf16);
+                at_adopt(p);
+                double *keep_ref = xmalloc(p->nqkv * sizeof(double));
+                memcpy(keep_ref, p->ref_o, p->nqkv * sizeof(double));
+                double *sc = xmalloc((size_t)s.len * sizeof(double));
+                double *pr = xmalloc((size_t)s.len * sizeof(double));
+                for (int t = 0; t < 4 && !rc; t++) { /* the vetting, as the speed test's */
+                    int bh = t % 2 ? s.batch * s.heads - 1 : 0;
+                    int i = (int)(rng_next(&r) % (uint64_t)s.len);
+                    reference_row(p, bh, i, sc, pr);
+                    for (int c = 0; c < s.dim; c++) {
+                        size_t e = ((size_t)bh * s.len + i) * s.dim + c;
+                        if (wrong(keep_ref[e], p->ref_o[e], p->tol_o[e])) {
+                            fprintf(stderr, "bench: the unfused step's o at (head %d, row %d, "
+                                    "col %d) is %.6g, the host's %.6g\n", bh, i, c,
+                                    keep_ref[e], p->ref_o[e]);
+                            rc = -1;
+                            break;
+                        }
+                    }
+                }
+                at_adopt(p); /* back to step 1's o and its tolerance */
+                free(keep_ref), free(sc), free(pr);
+                char shape[48];
+                snprintf(shape, sizeof shape, "%dx%dx%dx%d%s", s.batch, s.heads, s.len, s.dim,
+                         causal ? "c" : "");
+                const double flops = 2 * at_work(&s) * (causal ? 0.5 : 1);
+                const double bytes = 4.0 * p->nqkv * 2 + p->nlse * 4.0;
+                for (int k = 0; k < ATTENTION_NUM_STEPS && !rc; k++) {
+                    char name[48];
+                    snprintf(name, sizeof name, "%s_bf16", ATTENTION_STEPS[k].name);
+                    at_poison(p);
+                    struct bench_run b = { p, (flow_fn)ATTENTION_STEPS[k].bf16 };
+                    struct timing t = gpu_time(bench_launch, &b, 2, s.len >= 4096 ? 5 : 10);
+                    if (at_bench_check(p, name, shape) != 0) {
+                        rc = -1;
+                        break;
+                    }
+                    results_row(&out, CHAPTER, name, shape, t.median_ms,
+                                bytes / (t.median_ms * 1e6), flops / (t.median_ms * 1e6));
+                    printf("%-20s %-18s %10.3f ms %8.1f TFLOP/s\n", shape, name, t.median_ms,
+                           flops / (t.median_ms * 1e9));
+                    fflush(stdout);
+                }
+                at_free(p);
+            }
+    if (results_close(&out) != 0 || rc) {
+        fprintf(stderr, "bench: %s\n", rc ? "a rung's output was wrong (above)" : "writing failed");
+        return EXIT_FAILURE;
+    }
+    return EXIT_SUCCESS;
+}
+
+/* ==== registration ========================================================================== */
+
+static struct shape_list LISTS[4];
+
+static void add_tests(Suite *s)
+{
+    const struct attention_step *s1 = &ATTENTION_STEPS[0];
+    /* the given baseline, checked ahead of the ladder on every grade */
+    static char base_what[2][48];
+    for (int t = BF16; t <= F16; t++) {
+        snprintf(base_what[t], sizeof base_what[t], "baseline attention_%s_%s", s1->name,
+                 t == F16 ? "f16" : "bf16");
+        flow_add_correct(s, &AT, shapes_for(&LISTS[t], t, s1->writes_lse, 1),
+                         t == F16 ? (flow_fn)s1->f16 : (flow_fn)s1->bf16, base_what[t]);
+    }
+    for (int k = 1; k <= ATTENTION_NUM_STEPS; k++) {
+        const struct attention_step *st = &ATTENTION_STEPS[k - 1];
+        if (!grader_step(k, st->title))
+            continue;
+        if (st->given) {
+            grader_skip("given", "nothing to write: unfused.cu is the baseline the later steps "
+                                 "are timed against (its correctness is graded above, as "
+                                 "\"baseline\")");
+            continue;
+        }
+        static char what[2][48];
+        for (int t = BF16; t <= F16; t++) {
+            snprintf(what[t], sizeof what[t], "attention_fused_%s", t == F16 ? "f16" : "bf16");
+            flow_add_correct(s, &AT, shapes_for(&LISTS[2 + t], t, st->writes_lse, 0),
+                             t == F16 ? (flow_fn)st->f16 : (flow_fn)st->bf16, what[t]);
+        }
+        if (concept_here()) {
+            static const char *titles[1] = { "traffic: no len x len matrix, k and v read once "
+                                              "a block" };
+            grader_add(s, "traffic", fused_traffic, titles, 1, 120);
+        } else
+            grader_skip("traffic", "counted on the CPU backend only (make grade BACKEND=emu); "
+                                   "on a GPU the speed test is the measure");
+        static struct flow_speed sp;
+        sp = (struct flow_speed){ "speed", &AT, &SPEED_SHAPE, (flow_fn)st->bf16,
+                                  (flow_fn)s1->bf16, NULL, "attention_fused_bf16", 2, 10, 600,
+                                  /* no ceiling of the whole operation: the baseline is
+                                   * timed before and after yours, the later kept */
+                                  speed_verdict, .order = { FLOW_BASE, FLOW_YOURS, FLOW_BASE },
+                                  .reference = (flow_fn)s1->bf16, .vet = at_vet };
+        flow_add_speed(s, &sp);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    static const struct grader_spec spec = { CHAPTER, add_tests, bench, NULL };
+    return grader_main(&spec, argc, argv);
+}

@@ -1,0 +1,327 @@
+/* step2_mx.cu: chapter 11, step 2 of 2, microscaled formats: MXFP8, MXFP4, NVFP4. The
+ * reference.
+ * Change from step 1: the scale is no longer one fp32 a block of 128 but one byte a block of 32
+ * (MX: a power of two, e8m0) or of 16 (NVFP4: an e4m3, under one fp32 scale for the tensor),
+ * and FP4 elements go two to a byte. A power-of-two scale makes x * 2^-e exact, so the only
+ * rounding is the element's; NVFP4's e4m3 scale is finer (3 mantissa bits), rounded itself,
+ * and its elements divide by the scale as rounded.
+ *
+ * Each thread holds four consecutive elements (one 16-byte load); a block of 32 is 8 lanes, a
+ * block of 16 is 4, so a block's amax is 3 (or 2) __shfl_xor_sync steps inside the warp, with a
+ * flag for a NaN or an infinity beside it. MXFP8 stores a thread's four elements as one 4-byte
+ * word, the FP4 formats as one 2-byte word; the group's first lane stores the scale byte.
+ * NVFP4's tensor scale needs the tensor's amax first: a pass of its own, as step 1's per-tensor
+ * FP8. Expect: close to the copy kernel in GB/s; 4 bytes in, 1 + 1/32 (MXFP8), 0.5 + 1/32
+ * (MXFP4) or 0.5 + 1/16 (NVFP4, plus the amax pass's 4) out. */
+#include <stdint.h>
+
+#include <cuda_fp8.h>
+
+#include "cuda_check.h"
+#include "quant.h"
+
+#define BLOCK 256
+#define WARPS (BLOCK / 32)
+#define FULL 0xffffffffu
+#define E4M3_EMAX 8 /* 448 = 1.75 x 2^8 */
+#define E2M1_EMAX 2 /* 6 = 1.5 x 2^2 */
+
+/* ---- shared pieces ------------------------------------------------------------------------ */
+
+static __device__ __forceinline__ float4 load4(const float *__restrict__ x, long long i, int n)
+{
+    if (i + 3 < n)
+        return *reinterpret_cast<const float4 *>(x + i);
+    float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (i < n) v.x = x[i];
+    if (i + 1 < n) v.y = x[i + 1];
+    if (i + 2 < n) v.z = x[i + 2];
+    return v;
+}
+
+static __device__ __forceinline__ int nonfinite4(float4 v)
+{
+    return !isfinite(v.x) || !isfinite(v.y) || !isfinite(v.z) || !isfinite(v.w);
+}
+
+static __device__ __forceinline__ float absmax4(float4 v)
+{
+    return fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
+}
+
+/* the max and the OR over an aligned group of `lanes` lanes (8: a block of 32; 4: of 16) */
+static __device__ __forceinline__ void group_reduce(float &a, int &bad, int lanes)
+{
+    for (int offset = lanes / 2; offset > 0; offset >>= 1) {
+        a = fmaxf(a, __shfl_xor_sync(FULL, a, offset));
+        bad |= __shfl_xor_sync(FULL, bad, offset);
+    }
+}
+
+static __device__ __forceinline__ uint32_t e4m3_of(float v)
+{
+    return (uint32_t)__nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E4M3);
+}
+
+/* e2m1, round-to-nearest-even and saturating, by thresholds: the values are 0, 0.5, 1, 1.5,
+ * 2, 3, 4, 6 (codes 0-7) and each midpoint goes to the even code (0.25 to 0, 0.75 to 1, 1.25
+ * to 1, 1.75 to 2, 2.5 to 2, 3.5 to 4, 5 to 4); past 5, 6. The sign is bit 3, -0 included. */
+static __device__ __forceinline__ uint32_t e2m1_of(float v)
+{
+    float a = fabsf(v);
+    uint32_t c = a <= 0.25f ? 0u : a < 0.75f ? 1u : a <= 1.25f ? 2u : a < 1.75f ? 3u
+               : a <= 2.5f ? 4u : a < 3.5f ? 5u : a <= 5.0f ? 6u : 7u;
+    return c | (__float_as_uint(v) >> 31) << 3;
+}
+
+static __device__ __forceinline__ float pow2(int k) /* k from -126 to 127 */
+{
+    return __uint_as_float((uint32_t)(k + 127) << 23);
+}
+
+static __device__ __forceinline__ float e4m3_value(uint32_t code)
+{
+    uint32_t sign = (code & 0x80u) << 24, mag = code & 0x7fu, e = mag >> 3, m = mag & 7u;
+    if (mag == 0x7fu)
+        return __uint_as_float(sign | 0x7fc00000u);
+    float v = e == 0 ? (float)m * pow2(-9) : (float)(8u | m) * pow2((int)e - 10);
+    return __uint_as_float(sign | __float_as_uint(v));
+}
+
+static __device__ __forceinline__ float e2m1_value(uint32_t code)
+{
+    const float mag[8] = { 0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f };
+    return __uint_as_float((code & 8u) << 28 | __float_as_uint(mag[code & 7u]));
+}
+
+/* X = 2^(code - 127): 2^-127 (code 0) is an fp32 subnormal; 0xff is NaN */
+static __device__ __forceinline__ float e8m0_value(uint32_t code)
+{
+    if (code == 0xffu)
+        return __uint_as_float(0x7fc00000u);
+    return code == 0 ? __uint_as_float(0x00400000u) : __uint_as_float(code << 23);
+}
+
+/* MX's shared exponent: floor(log2(amax)) - emax, at least -127 (an amax of 0, or an fp32
+ * subnormal, has exponent field 0: its floor(log2) is -127 or less, and clamps there) */
+static __device__ __forceinline__ int mx_exponent(float amax, int emax)
+{
+    int field = (int)(__float_as_uint(amax) >> 23 & 0xffu);
+    int e = field == 0 ? -127 : field - 127 - emax;
+    return e < -127 ? -127 : e;
+}
+
+/* the bytes of a thread's FP4 word that exist: byte j holds elements 2j, 2j + 1 */
+static __device__ __forceinline__ void store_fp4(uint8_t *__restrict__ q, long long i, int n,
+                                                 uint32_t word)
+{
+    if (i + 3 < n) {
+        *reinterpret_cast<uint16_t *>(q + i / 2) = (uint16_t)word;
+        return;
+    }
+    q[i / 2] = (uint8_t)word; /* i < n */
+    if (i + 2 < n)
+        q[i / 2 + 1] = (uint8_t)(word >> 8);
+}
+
+/* ---- MXFP8 and MXFP4 ---------------------------------------------------------------------- */
+
+template <bool FP4>
+static __global__ void quantize_mx_kernel(const float *__restrict__ x, int n,
+                                          uint8_t *__restrict__ q, uint8_t *__restrict__ scale)
+{
+    long long t = (long long)blockIdx.x * BLOCK + threadIdx.x, i = 4 * t;
+    if (4 * (t - threadIdx.x % 32) >= n)
+        return; /* the whole warp is past the end; otherwise every lane shuffles */
+    float4 v = load4(x, i, n);
+    float a = absmax4(v);
+    int bad = nonfinite4(v);
+    group_reduce(a, bad, MX_BLOCK / 4);
+    int e = mx_exponent(a, FP4 ? E2M1_EMAX : E4M3_EMAX);
+    if (i < n && t % (MX_BLOCK / 4) == 0)
+        scale[i / MX_BLOCK] = bad ? 0xffu : (uint8_t)(e + 127);
+    if (i >= n)
+        return;
+    float inv = pow2(-e); /* -e from -125 to 127: exact, and x * inv exact unless it underflows */
+    if (FP4) {
+        store_fp4(q, i, n, e2m1_of(v.x * inv) | e2m1_of(v.y * inv) << 4 |
+                           e2m1_of(v.z * inv) << 8 | e2m1_of(v.w * inv) << 12);
+        return;
+    }
+    uint32_t word = e4m3_of(v.x * inv) | e4m3_of(v.y * inv) << 8 | e4m3_of(v.z * inv) << 16 |
+                    e4m3_of(v.w * inv) << 24;
+    if (i + 3 < n) {
+        *reinterpret_cast<uint32_t *>(q + i) = word;
+        return;
+    }
+    for (int k = 0; k < 4 && i + k < n; k++)
+        q[i + k] = (uint8_t)(word >> (8 * k));
+}
+
+void quantize_mxfp8(const float *d_x, int n, uint8_t *d_q, uint8_t *d_scale, void *d_scratch)
+{
+    (void)d_scratch;
+    quantize_mx_kernel<false><<<cdiv(cdiv(n, 4), BLOCK), BLOCK>>>(d_x, n, d_q, d_scale);
+    CUDA_CHECK(cudaGetLastError());
+}
+
+void quantize_mxfp4(const float *d_x, int n, uint8_t *d_q, uint8_t *d_scale, void *d_scratch)
+{
+    (void)d_scratch;
+    quantize_mx_kernel<true><<<cdiv(cdiv(n, 4), BLOCK), BLOCK>>>(d_x, n, d_q, d_scale);
+    CUDA_CHECK(cudaGetLastError());
+}
+
+template <bool FP4>
+static __global__ void dequantize_mx_kernel(const uint8_t *__restrict__ q,
+                                            const uint8_t *__restrict__ scale, int n,
+                                            float *__restrict__ y)
+{
+    long long i = 4 * ((long long)blockIdx.x * BLOCK + threadIdx.x);
+    if (i >= n)
+        return;
+    float X = e8m0_value(scale[i / MX_BLOCK]); /* four elements of one block */
+    float r[4];
+    if (FP4) {
+        uint32_t w = q[i / 2] | (i + 2 < n ? (uint32_t)q[i / 2 + 1] << 8 : 0u);
+        for (int k = 0; k < 4; k++)
+            r[k] = e2m1_value(w >> (4 * k) & 0xfu) * X;
+    } else {
+        for (int k = 0; k < 4; k++)
+            r[k] = i + k < n ? e4m3_value(q[i + k]) * X : 0.0f;
+    }
+    if (i + 3 < n) {
+        *reinterpret_cast<float4 *>(y + i) = make_float4(r[0], r[1], r[2], r[3]);
+        return;
+    }
+    for (int k = 0; k < 4 && i + k < n; k++)
+        y[i + k] = r[k];
+}
+
+void dequantize_mxfp8(const uint8_t *d_q, const uint8_t *d_scale, int n, float *d_y)
+{
+    dequantize_mx_kernel<false><<<cdiv(cdiv(n, 4), BLOCK), BLOCK>>>(d_q, d_scale, n, d_y);
+    CUDA_CHECK(cudaGetLastError());
+}
+
+void dequantize_mxfp4(const uint8_t *d_q, const uint8_t *d_scale, int n, float *d_y)
+{
+    dequantize_mx_kernel<true><<<cdiv(cdiv(n, 4), BLOCK), BLOCK>>>(d_q, d_scale, n, d_y);
+    CUDA_CHECK(cudaGetLastError());
+}
+
+/* ---- NVFP4 -------------------------------------------------------------------------------- */
+
+/* the tensor's amax over its finite values, as bits (>= 0: they order as unsigned integers) */
+static __global__ void nvfp4_amax_kernel(const float *__restrict__ x, int n,
+                                         unsigned int *__restrict__ amax_bits)
+{
+    __shared__ float s_max[WARPS];
+    float a = 0.0f;
+    long long stride = (long long)gridDim.x * BLOCK * 4;
+    for (long long i = 4 * ((long long)blockIdx.x * BLOCK + threadIdx.x); i < n; i += stride) {
+        float4 v = load4(x, i, n);
+        a = fmaxf(a, fmaxf(fmaxf(isfinite(v.x) ? fabsf(v.x) : 0.0f,
+                                 isfinite(v.y) ? fabsf(v.y) : 0.0f),
+                           fmaxf(isfinite(v.z) ? fabsf(v.z) : 0.0f,
+                                 isfinite(v.w) ? fabsf(v.w) : 0.0f)));
+    }
+    for (int offset = 16; offset > 0; offset >>= 1)
+        a = fmaxf(a, __shfl_xor_sync(FULL, a, offset));
+    if (threadIdx.x % 32 == 0)
+        s_max[threadIdx.x / 32] = a;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        a = threadIdx.x < WARPS ? s_max[threadIdx.x] : 0.0f;
+        for (int offset = 16; offset > 0; offset >>= 1)
+            a = fmaxf(a, __shfl_xor_sync(FULL, a, offset));
+        if (threadIdx.x == 0)
+            atomicMax(amax_bits, __float_as_uint(a));
+    }
+}
+
+static __global__ void quantize_nvfp4_kernel(const float *__restrict__ x, int n,
+                                             const unsigned int *__restrict__ amax_bits,
+                                             uint8_t *__restrict__ q, uint8_t *__restrict__ scale,
+                                             float *__restrict__ tensor_scale)
+{
+    float g = __uint_as_float(*amax_bits) / NVFP4_TENSOR_DIVISOR;
+    if (!(g > 0.0f))
+        g = 1.0f;
+    long long t = (long long)blockIdx.x * BLOCK + threadIdx.x, i = 4 * t;
+    if (t == 0)
+        *tensor_scale = g;
+    if (4 * (t - threadIdx.x % 32) >= n)
+        return;
+    float4 v = load4(x, i, n);
+    float a = absmax4(v);
+    int bad = nonfinite4(v);
+    group_reduce(a, bad, NVFP4_BLOCK / 4);
+    uint32_t sb = bad ? 0x7fu : e4m3_of(a / 6.0f / g);
+    if (i < n && t % (NVFP4_BLOCK / 4) == 0)
+        scale[i / NVFP4_BLOCK] = (uint8_t)sb;
+    if (i >= n)
+        return;
+    float total = e4m3_value(sb) * g;
+    /* total == 0: the block's values are far below the tensor's; they become +-0 */
+    float r[4] = { v.x, v.y, v.z, v.w };
+    uint32_t word = 0;
+    for (int k = 0; k < 4; k++)
+        word |= (total > 0.0f ? e2m1_of(r[k] / total) : (__float_as_uint(r[k]) >> 31) << 3)
+                << (4 * k);
+    store_fp4(q, i, n, word);
+}
+
+static int stride_blocks(int n)
+{
+    static int num_sms = 0;
+    if (num_sms == 0) {
+        int device;
+        CUDA_CHECK(cudaGetDevice(&device));
+        CUDA_CHECK(cudaDeviceGetAttribute(&num_sms, cudaDevAttrMultiProcessorCount, device));
+    }
+    int need = cdiv(cdiv(n, 4), BLOCK);
+    int most = 4 * num_sms;
+    return need < most ? need : most;
+}
+
+void quantize_nvfp4(const float *d_x, int n, uint8_t *d_q, uint8_t *d_scale,
+                    float *d_tensor_scale, void *d_scratch)
+{
+    unsigned int *amax_bits = static_cast<unsigned int *>(d_scratch);
+    CUDA_CHECK(cudaMemsetAsync(amax_bits, 0, sizeof *amax_bits)); /* garbage on entry */
+    nvfp4_amax_kernel<<<stride_blocks(n), BLOCK>>>(d_x, n, amax_bits);
+    CUDA_CHECK(cudaGetLastError());
+    quantize_nvfp4_kernel<<<cdiv(cdiv(n, 4), BLOCK), BLOCK>>>(d_x, n, amax_bits, d_q, d_scale,
+                                                              d_tensor_scale);
+    CUDA_CHECK(cudaGetLastError());
+}
+
+static __global__ void dequantize_nvfp4_kernel(const uint8_t *__restrict__ q,
+                                               const uint8_t *__restrict__ scale,
+                                               const float *__restrict__ tensor_scale, int n,
+                                               float *__restrict__ y)
+{
+    long long i = 4 * ((long long)blockIdx.x * BLOCK + threadIdx.x);
+    if (i >= n)
+        return;
+    float total = e4m3_value(scale[i / NVFP4_BLOCK]) * *tensor_scale; /* NaN for 0x7f, 0xff */
+    uint32_t w = q[i / 2] | (i + 2 < n ? (uint32_t)q[i / 2 + 1] << 8 : 0u);
+    float r[4];
+    for (int k = 0; k < 4; k++)
+        r[k] = e2m1_value(w >> (4 * k) & 0xfu) * total;
+    if (i + 3 < n) {
+        *reinterpret_cast<float4 *>(y + i) = make_float4(r[0], r[1], r[2], r[3]);
+        return;
+    }
+    for (int k = 0; k < 4 && i + k < n; k++)
+        y[i + k] = r[k];
+}
+
+void dequantize_nvfp4(const uint8_t *d_q, const uint8_t *d_scale, const float *d_tensor_scale,
+                      int n, float *d_y)
+{
+    dequantize_nvfp4_kernel<<<cdiv(cdiv(n, 4), BLOCK), BLOCK>>>(d_q, d_scale, d_tensor_scale, n,
+                                                                d_y);
+    CUDA_CHECK(cudaGetLastError());
+}
