@@ -4,6 +4,7 @@
 #   make test                  the project's own tests
 #   make bench | plots | book  measure on a GPU, plot, build build/book.pdf
 #   make tune CH=04            on a GPU, measure the tile configurations the launchers pick from
+#   make report CH=04 [STEP=3] build/report-04.pdf: your kernel graded, profiled, listed, explained
 #   make progress              the ladder climbed so far: each chapter's steps passed
 #
 # Variables choose, not edits: CH=01 (a chapter; CH="01 04" two), STEP=3 (one step of one
@@ -526,6 +527,19 @@ CALIBRATE_CHAPTERS := $(filter 01-% 02-% 03-% 04-%,$(PROFILE_CHAPTERS))
 .PHONY: calibrate
 calibrate: profile-build
 	@PROFILE_CHAPTERS="$(CALIBRATE_CHAPTERS)" scripts/calibrate.sh $(CALIBRATION)
+
+# ---- report --------------------------------------------------------------------------------
+
+# make report CH=NN [STEP=k] [SOLUTIONS=1] [BACKEND=auto|emu|cuda] [SEED=n]: build/report-NN.pdf,
+# the learner's own kernel documented: the grader's verdicts, the profile (the CPU backend's
+# model; Nsight Compute on a GPU), on a GPU the bench's times and speedups with a plot, the
+# source, and the learner's notes (chapters/NN-slug/NOTES-stepK.md, or NOTES.md for the whole
+# chapter), asked for when missing. Its work files lie in build/report/NN/. CH and STEP are
+# checked before anything is built (scripts/report.sh, which says more).
+.PHONY: report
+report: check-vars
+	@$(RUN_ENV) PROFILE_CHAPTERS="$(PROFILE_CHAPTERS)" SOLUTIONS="$(SOLUTIONS)" SEED="$(SEED)" \
+	  scripts/report.sh
 
 # ---- sanitize ------------------------------------------------------------------------------
 

@@ -24,7 +24,8 @@
 #      backend's instrumented run (a solution clean, a known-bug kernel caught), and a dry run
 #      of the GPU side with a stand-in for compute-sanitizer
 #   8. the plots from the committed measurements, build/book.pdf, and the lessons' measured
-#      numbers against the data (tests/lessons.sh: make lessons-check)
+#      numbers against the data (tests/lessons.sh: make lessons-check); make report's PDF for one
+#      step on the CPU backend, and its refusals (tests/report.sh)
 #
 # The graders run here write their per-test rows to build/test-grade.tsv (GRADE_TSV), started
 # fresh each run, so that build/grade.tsv stays what `make grade` wrote.
@@ -160,6 +161,7 @@ step "plots from the committed measurements" $make_ --no-print-directory -s plot
 step "the book" $make_ --no-print-directory -s book
 step "the book holds every chapter and its figure" tests/book.sh
 step "the lessons' measured numbers come from the data (make lessons-check)" tests/lessons.sh
+step "make report: one step's PDF on the CPU backend; a bad CH or STEP refused" tests/report.sh
 
 # Check programs' own tallies
 while IFS=$'\t' read -r _ _ p f; do
