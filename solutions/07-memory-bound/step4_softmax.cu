@@ -123,13 +123,19 @@ static __device__ __forceinline__ unsigned bf16x2_rn(float lo, float hi)
     return (unsigned)__bfloat16_as_ushort(pair.x) | (unsigned)__bfloat16_as_ushort(pair.y) << 16;
 }
 
+/* the 8 bf16 of a 16-byte access, widened (in registers: no address of q is taken, which
+ * would put the held row in local memory) */
+static __device__ __forceinline__ void widen8(const uint4 &q, float *v)
+{
+    v[0] = bf16_lo(q.x); v[1] = bf16_hi(q.x); v[2] = bf16_lo(q.y); v[3] = bf16_hi(q.y);
+    v[4] = bf16_lo(q.z); v[5] = bf16_hi(q.z); v[6] = bf16_lo(q.w); v[7] = bf16_hi(q.w);
+}
+
 template <int W>
 static __device__ __forceinline__ void load_w(const __nv_bfloat16 *p, float *v)
 {
     if constexpr (W == 8) {
-        const uint4 q = *reinterpret_cast<const uint4 *>(p); /* one 16-byte load: 8 values */
-        v[0] = bf16_lo(q.x); v[1] = bf16_hi(q.x); v[2] = bf16_lo(q.y); v[3] = bf16_hi(q.y);
-        v[4] = bf16_lo(q.z); v[5] = bf16_hi(q.z); v[6] = bf16_lo(q.w); v[7] = bf16_hi(q.w);
+        widen8(*reinterpret_cast<const uint4 *>(p), v); /* one 16-byte load: 8 values */
     } else {
         static_assert(W == 1, "a bf16 access is 16 bytes or one element");
         v[0] = __bfloat162float(*p);
@@ -393,13 +399,6 @@ softmax_block_kernel(const T *__restrict__ in, T *__restrict__ out, int cols)
     store_slice<EPT, W>(out + offset, cols, 0, threadIdx.x, blockDim.x, v);
 }
 
-/* the 8 bf16 of a 16-byte access, widened (in registers: no address of q is taken, which
- * would put the held row in local memory) */
-static __device__ __forceinline__ void widen8(const uint4 &q, float *v)
-{
-    v[0] = bf16_lo(q.x); v[1] = bf16_hi(q.x); v[2] = bf16_lo(q.y); v[3] = bf16_hi(q.y);
-    v[4] = bf16_lo(q.z); v[5] = bf16_hi(q.z); v[6] = bf16_lo(q.w); v[7] = bf16_hi(q.w);
-}
 
 /* Each pass over a held row widens its values again, and the compiler would rather keep the
  * 64 floats (or exponentials) of one pass for the next (the same expressions), 64 more
