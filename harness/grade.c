@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 #include <cuda_runtime_api.h> /* cudaDeviceReset, under a sanitizer */
 
@@ -86,6 +87,35 @@ static int tty(void)
     if (v < 0)
         v = isatty(STDOUT_FILENO);
     return v;
+}
+
+/* ---- GRADE_TRACE=FILE: where a test's seconds go ----------------------------------------------
+ * One line a milestone of each test, appended to FILE: the monotonic clock, the process's role
+ * and pid, the test, and what was reached (a test's start, the runner's fork, its run handed
+ * over, the judge's check, the end). Opened before the test's sandbox, so that the runner can
+ * still write it. For finding what a grade spends its time on; no verdict reads it. */
+static int trace_fd = -1;
+
+static void trace(const char *what)
+{
+    if (trace_fd < 0)
+        return;
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    static const char *const ROLE[] = { "solo", "judge", "runner" };
+    char line[160];
+    int n = snprintf(line, sizeof line, "%ld.%06ld %s %d test %d: %s\n", (long)t.tv_sec,
+                     t.tv_nsec / 1000, ROLE[role == GRADE_JUDGE ? 1 : role == GRADE_RUNNER ? 2 : 0],
+                     (int)getpid(), running, what);
+    if (n > 0 && write(trace_fd, line, (size_t)n) < 0)
+        trace_fd = -1;
+}
+
+static void trace_open(void)
+{
+    const char *path = getenv("GRADE_TRACE");
+    if (trace_fd < 0 && path && *path)
+        trace_fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
 }
 
 /* ---- quick mode and sanitizers (grade.h) ---------------------------------------------------- */
@@ -216,6 +246,8 @@ static void child_setup(void)
         if (getppid() == 1)
             _exit(EXIT_FAILURE); /* the grader died before the line above */
         on_exit(exit_seen, NULL);
+        trace_open();
+        trace("test start");
         /* under a sanitizer the tool's own processes talk to the test's: no filter there */
         if (!grade_sanitizing())
             sandbox_child();
@@ -236,6 +268,7 @@ static void child_teardown(void)
 {
     if (running >= 0 && running < GRADE_MAX_TESTS)
         sh->slots[running].ended = 1;
+    trace("test end");
     if (grade_sanitizing())
         cudaDeviceReset();
 }
@@ -519,12 +552,14 @@ void grade_split(void)
         if (tsv)
             close(fileno(tsv));
         dup2(STDERR_FILENO, STDOUT_FILENO);
+        trace("forked");
         return;
     }
     role = GRADE_JUDGE;
     close(sv[1]);
     channel = sv[0];
     runner_pid = pid;
+    trace("forked its runner");
     /* no process of this user, the runner included, may trace or read the judge */
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 }
@@ -633,6 +668,7 @@ void grade_exchange_run(unsigned long long *host_bytes)
     uint64_t copied = host_bytes ? *host_bytes : 0;
     int slots = dbuf_slots();
     if (role == GRADE_RUNNER) {
+        trace("ran the code under grading: sending its buffers");
         for (int i = 0; i < slots; i++) {
             unsigned char *base;
             size_t bytes;
@@ -662,7 +698,9 @@ void grade_exchange_run(unsigned long long *host_bytes)
         return;
     }
     uint32_t got[2];
+    trace("made its inputs and reference: waiting for the runner");
     recv_all(got, sizeof got);
+    trace("the runner's run is in");
     recv_all(&copied, sizeof copied);
     if (host_bytes)
         *host_bytes = copied;
@@ -697,6 +735,7 @@ void grade_exchange_run(unsigned long long *host_bytes)
     }
     free(chunk);
     send_ack();
+    trace("buffers in place");
 }
 
 void grade_exchange_timing(struct timing *t)
@@ -750,6 +789,7 @@ void grade_split_end(void)
     if (role != GRADE_JUDGE)
         return;
     uint32_t got;
+    trace("checked: waiting for the runner's end");
     recv_all(&got, sizeof got);
     if (got != MSG_DONE)
         ck_abort_msg("the grade lost step with the code it runs: it did not end where the "

@@ -6,12 +6,14 @@
  * rounding is the element's; NVFP4's e4m3 scale is finer (3 mantissa bits), rounded itself,
  * and its elements divide by the scale as rounded.
  *
- * Each thread holds four consecutive elements (one 16-byte load); a block of 32 is 8 lanes, a
- * block of 16 is 4, so a block's amax is 3 (or 2) __shfl_xor_sync steps inside the warp, with a
- * flag for a NaN or an infinity beside it. MXFP8 stores a thread's four elements as one 4-byte
- * word, the FP4 formats as one 2-byte word; the group's first lane stores the scale byte.
+ * Each thread holds 16 consecutive elements (four 16-byte loads, all in flight at once): a
+ * block of 32 is 2 lanes, whose amax meets in one __shfl_xor_sync step, with a flag for a NaN
+ * or an infinity beside it; a block of 16 is one thread's own. MXFP8 stores a thread's 16
+ * elements as one 16-byte word, the FP4 formats as one 8-byte word; the group's first lane
+ * stores the scale byte.
  * NVFP4's tensor scale needs the tensor's amax first: a pass of its own, as step 1's per-tensor
- * FP8. Expect: close to the copy kernel in GB/s; 4 bytes in, 1 + 1/32 (MXFP8), 0.5 + 1/32
+ * FP8. Back to fp32, 16 codes a step of a grid-stride loop on a resident grid (step 1 says
+ * why). Expect: close to the copy kernel in GB/s; 4 bytes in, 1 + 1/32 (MXFP8), 0.5 + 1/32
  * (MXFP4) or 0.5 + 1/16 (NVFP4, plus the amax pass's 4) out. */
 #include <stdint.h>
 
@@ -111,102 +113,182 @@ static __device__ __forceinline__ int mx_exponent(float amax, int emax)
     return e < -127 ? -127 : e;
 }
 
-/* the bytes of a thread's FP4 word that exist: byte j holds elements 2j, 2j + 1 */
-static __device__ __forceinline__ void store_fp4(uint8_t *__restrict__ q, long long i, int n,
-                                                 uint32_t word)
+/* A thread's 16 codes from element i: four words of four codes (FP8: a byte each; FP4: 16
+ * bits, two codes a byte, element 2j in byte j's low half). One 16-byte (FP8) or 8-byte (FP4)
+ * store where q is aligned for it and all 16 elements exist (vec), else the bytes that exist. */
+template <bool FP4>
+static __device__ __forceinline__ void store_codes(uint8_t *__restrict__ q, long long i, int n,
+                                                   int vec, const uint32_t (&word)[4])
 {
-    if (i + 3 < n) {
-        *reinterpret_cast<uint16_t *>(q + i / 2) = (uint16_t)word;
+    if (vec && i + 15 < n) {
+        if (FP4)
+            *reinterpret_cast<uint2 *>(q + i / 2) =
+                make_uint2(word[0] | word[1] << 16, word[2] | word[3] << 16);
+        else
+            *reinterpret_cast<uint4 *>(q + i) = make_uint4(word[0], word[1], word[2], word[3]);
         return;
     }
-    q[i / 2] = (uint8_t)word; /* i < n */
-    if (i + 2 < n)
-        q[i / 2 + 1] = (uint8_t)(word >> 8);
+    if (FP4) { /* the high half of a last odd byte holds the padding's 0 (load4) */
+        for (int j = 0; j < 8 && i + 2 * j < n; j++)
+            q[i / 2 + j] = (uint8_t)(word[j / 2] >> (8 * (j % 2))); /* past n: code 0 */
+    } else {
+        for (int j = 0; j < 16 && i + j < n; j++)
+            q[i + j] = (uint8_t)(word[j / 4] >> (8 * (j % 4)));
+    }
+}
+
+/* the device's SMs, asked once (one device, as everywhere in this workbook) */
+static int sm_count(void)
+{
+    static int num_sms = 0;
+    if (num_sms == 0) {
+        int device;
+        CUDA_CHECK(cudaGetDevice(&device));
+        CUDA_CHECK(cudaDeviceGetAttribute(&num_sms, cudaDevAttrMultiProcessorCount, device));
+    }
+    return num_sms;
+}
+
+/* enough blocks for `items` thread-steps, up to a full SM's worth on every SM (8 blocks of 256
+ * threads: 2048, the most an SM holds), for a grid-stride loop */
+static int resident_blocks(long long items)
+{
+    long long need = (items + BLOCK - 1) / BLOCK, most = 8LL * sm_count();
+    return (int)(need < 1 ? 1 : need < most ? need : most);
+}
+
+/* 16 codes a step need q aligned to their bytes (16, or 8 for FP4) and y to 16 */
+static int vec_ok(const void *q, int code_bytes16, const float *y)
+{
+    return (uintptr_t)q % code_bytes16 == 0 && (uintptr_t)y % 16 == 0; /* NULL: no y */
 }
 
 /* ---- MXFP8 and MXFP4 ---------------------------------------------------------------------- */
 
+/* A thread's 16 elements (four 16-byte loads, all in flight before any is used) scaled by
+ * 2^-e and rounded, stored as one 16-byte word (FP8) or one 8-byte word (FP4) where q is
+ * aligned for it and all 16 exist, else element by element. */
 template <bool FP4>
-static __global__ void quantize_mx_kernel(const float *__restrict__ x, int n,
+static __device__ __forceinline__ void store16(uint8_t *__restrict__ q, long long i, int n, int vec,
+                                               const float4 (&v)[4], float inv)
+{
+    uint32_t word[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        word[k] = FP4 ? e2m1_of(v[k].x * inv) | e2m1_of(v[k].y * inv) << 4 |
+                            e2m1_of(v[k].z * inv) << 8 | e2m1_of(v[k].w * inv) << 12
+                      : e4m3_of(v[k].x * inv) | e4m3_of(v[k].y * inv) << 8 |
+                            e4m3_of(v[k].z * inv) << 16 | e4m3_of(v[k].w * inv) << 24;
+    store_codes<FP4>(q, i, n, vec, word);
+}
+
+/* Each thread takes 16 consecutive elements; a block of 32 is 2 lanes, whose amax and
+ * non-finite flag meet in one __shfl_xor_sync step. */
+template <bool FP4>
+static __global__ void quantize_mx_kernel(const float *__restrict__ x, int n, int vec,
                                           uint8_t *__restrict__ q, uint8_t *__restrict__ scale)
 {
-    long long t = (long long)blockIdx.x * BLOCK + threadIdx.x, i = 4 * t;
-    if (4 * (t - threadIdx.x % 32) >= n)
+    long long t = (long long)blockIdx.x * BLOCK + threadIdx.x, i = 16 * t;
+    if (16 * (t - threadIdx.x % 32) >= n)
         return; /* the whole warp is past the end; otherwise every lane shuffles */
-    float4 v = load4(x, i, n);
-    float a = absmax4(v);
-    int bad = nonfinite4(v);
-    group_reduce(a, bad, MX_BLOCK / 4);
+    float4 v[4];
+    float a = 0.0f;
+    int bad = 0;
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        v[k] = load4(x, i + 4 * k, n);
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        a = fmaxf(a, absmax4(v[k]));
+        bad |= nonfinite4(v[k]);
+    }
+    group_reduce(a, bad, MX_BLOCK / 16);
     int e = mx_exponent(a, FP4 ? E2M1_EMAX : E4M3_EMAX);
-    if (i < n && t % (MX_BLOCK / 4) == 0)
+    if (i < n && t % (MX_BLOCK / 16) == 0)
         scale[i / MX_BLOCK] = bad ? 0xffu : (uint8_t)(e + 127);
     if (i >= n)
         return;
-    float inv = pow2(-e); /* -e from -125 to 127: exact, and x * inv exact unless it underflows */
-    if (FP4) {
-        store_fp4(q, i, n, e2m1_of(v.x * inv) | e2m1_of(v.y * inv) << 4 |
-                           e2m1_of(v.z * inv) << 8 | e2m1_of(v.w * inv) << 12);
-        return;
-    }
-    uint32_t word = e4m3_of(v.x * inv) | e4m3_of(v.y * inv) << 8 | e4m3_of(v.z * inv) << 16 |
-                    e4m3_of(v.w * inv) << 24;
-    if (i + 3 < n) {
-        *reinterpret_cast<uint32_t *>(q + i) = word;
-        return;
-    }
-    for (int k = 0; k < 4 && i + k < n; k++)
-        q[i + k] = (uint8_t)(word >> (8 * k));
+    /* -e from -125 to 127: exact, and x * inv exact unless it underflows */
+    store16<FP4>(q, i, n, vec, v, pow2(-e));
 }
 
 void quantize_mxfp8(const float *d_x, int n, uint8_t *d_q, uint8_t *d_scale, void *d_scratch)
 {
     (void)d_scratch;
-    quantize_mx_kernel<false><<<cdiv(cdiv(n, 4), BLOCK), BLOCK>>>(d_x, n, d_q, d_scale);
+    quantize_mx_kernel<false><<<cdiv(cdiv(n, 16), BLOCK), BLOCK>>>(d_x, n, vec_ok(d_q, 16, NULL),
+                                                                   d_q, d_scale);
     CUDA_CHECK(cudaGetLastError());
 }
 
 void quantize_mxfp4(const float *d_x, int n, uint8_t *d_q, uint8_t *d_scale, void *d_scratch)
 {
     (void)d_scratch;
-    quantize_mx_kernel<true><<<cdiv(cdiv(n, 4), BLOCK), BLOCK>>>(d_x, n, d_q, d_scale);
+    quantize_mx_kernel<true><<<cdiv(cdiv(n, 16), BLOCK), BLOCK>>>(d_x, n, vec_ok(d_q, 8, NULL),
+                                                                  d_q, d_scale);
     CUDA_CHECK(cudaGetLastError());
+}
+
+/* 16 codes a step of a grid-stride loop on a resident grid, as step 1's dequantisation: one
+ * 16-byte load (MXFP8) or 8-byte load (FP4: two codes a byte), four 16-byte stores; 16 codes lie
+ * in one block of 32, under one scale. Where q or y is not aligned for that (vec = 0), and for
+ * the last n % 16 codes, one code at a time. */
+template <bool FP4>
+static __device__ __forceinline__ void decode16(const uint8_t *__restrict__ q, long long c,
+                                                float X, float *__restrict__ y)
+{
+    uint32_t word[4];
+    if (FP4) {
+        const uint2 w = reinterpret_cast<const uint2 *>(q)[c];
+        word[0] = w.x & 0xffffu, word[1] = w.x >> 16, word[2] = w.y & 0xffffu, word[3] = w.y >> 16;
+    } else {
+        const uint4 w = reinterpret_cast<const uint4 *>(q)[c];
+        word[0] = w.x, word[1] = w.y, word[2] = w.z, word[3] = w.w;
+    }
+    float4 *out = reinterpret_cast<float4 *>(y + 16 * c);
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        float r[4];
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            r[j] = (FP4 ? e2m1_value(word[k] >> (4 * j) & 0xfu) : e4m3_value(word[k] >> (8 * j) & 0xffu)) * X;
+        out[k] = make_float4(r[0], r[1], r[2], r[3]);
+    }
+}
+
+/* element i's code: a byte, or FP4's nibble (element 2j in byte j's low half) */
+template <bool FP4>
+static __device__ __forceinline__ uint32_t code_at(const uint8_t *__restrict__ q, long long i)
+{
+    return FP4 ? (uint32_t)q[i / 2] >> (4 * (i & 1)) & 0xfu : (uint32_t)q[i];
 }
 
 template <bool FP4>
 static __global__ void dequantize_mx_kernel(const uint8_t *__restrict__ q,
-                                            const uint8_t *__restrict__ scale, int n,
+                                            const uint8_t *__restrict__ scale, int n, int vec,
                                             float *__restrict__ y)
 {
-    long long i = 4 * ((long long)blockIdx.x * BLOCK + threadIdx.x);
-    if (i >= n)
-        return;
-    float X = e8m0_value(scale[i / MX_BLOCK]); /* four elements of one block */
-    float r[4];
-    if (FP4) {
-        uint32_t w = q[i / 2] | (i + 2 < n ? (uint32_t)q[i / 2 + 1] << 8 : 0u);
-        for (int k = 0; k < 4; k++)
-            r[k] = e2m1_value(w >> (4 * k) & 0xfu) * X;
-    } else {
-        for (int k = 0; k < 4; k++)
-            r[k] = i + k < n ? e4m3_value(q[i + k]) * X : 0.0f;
+    const long long stride = (long long)gridDim.x * BLOCK, first = (long long)blockIdx.x * BLOCK + threadIdx.x;
+    const long long chunks = vec ? n / 16 : 0;
+    for (long long c = first; c < chunks; c += stride)
+        decode16<FP4>(q, c, e8m0_value(scale[16 * c / MX_BLOCK]), y);
+    for (long long i = 16 * chunks + first; i < n; i += stride) {
+        const uint32_t code = code_at<FP4>(q, i);
+        y[i] = (FP4 ? e2m1_value(code) : e4m3_value(code)) * e8m0_value(scale[i / MX_BLOCK]);
     }
-    if (i + 3 < n) {
-        *reinterpret_cast<float4 *>(y + i) = make_float4(r[0], r[1], r[2], r[3]);
-        return;
-    }
-    for (int k = 0; k < 4 && i + k < n; k++)
-        y[i + k] = r[k];
 }
+
 
 void dequantize_mxfp8(const uint8_t *d_q, const uint8_t *d_scale, int n, float *d_y)
 {
-    dequantize_mx_kernel<false><<<cdiv(cdiv(n, 4), BLOCK), BLOCK>>>(d_q, d_scale, n, d_y);
+    dequantize_mx_kernel<false><<<resident_blocks(cdiv(n, 16)), BLOCK>>>(d_q, d_scale, n,
+                                                                       vec_ok(d_q, 16, d_y), d_y);
     CUDA_CHECK(cudaGetLastError());
 }
 
 void dequantize_mxfp4(const uint8_t *d_q, const uint8_t *d_scale, int n, float *d_y)
 {
-    dequantize_mx_kernel<true><<<cdiv(cdiv(n, 4), BLOCK), BLOCK>>>(d_q, d_scale, n, d_y);
+    dequantize_mx_kernel<true><<<resident_blocks(cdiv(n, 16)), BLOCK>>>(d_q, d_scale, n,
+                                                                      vec_ok(d_q, 8, d_y), d_y);
     CUDA_CHECK(cudaGetLastError());
 }
 
@@ -240,7 +322,8 @@ static __global__ void nvfp4_amax_kernel(const float *__restrict__ x, int n,
     }
 }
 
-static __global__ void quantize_nvfp4_kernel(const float *__restrict__ x, int n,
+/* A thread a block of 16 (four 16-byte loads in flight): its amax needs no shuffle. */
+static __global__ void quantize_nvfp4_kernel(const float *__restrict__ x, int n, int vec,
                                              const unsigned int *__restrict__ amax_bits,
                                              uint8_t *__restrict__ q, uint8_t *__restrict__ scale,
                                              float *__restrict__ tensor_scale)
@@ -248,40 +331,43 @@ static __global__ void quantize_nvfp4_kernel(const float *__restrict__ x, int n,
     float g = __uint_as_float(*amax_bits) / NVFP4_TENSOR_DIVISOR;
     if (!(g > 0.0f))
         g = 1.0f;
-    long long t = (long long)blockIdx.x * BLOCK + threadIdx.x, i = 4 * t;
+    long long t = (long long)blockIdx.x * BLOCK + threadIdx.x, i = 16 * t;
     if (t == 0)
         *tensor_scale = g;
-    if (4 * (t - threadIdx.x % 32) >= n)
-        return;
-    float4 v = load4(x, i, n);
-    float a = absmax4(v);
-    int bad = nonfinite4(v);
-    group_reduce(a, bad, NVFP4_BLOCK / 4);
-    uint32_t sb = bad ? 0x7fu : e4m3_of(a / 6.0f / g);
-    if (i < n && t % (NVFP4_BLOCK / 4) == 0)
-        scale[i / NVFP4_BLOCK] = (uint8_t)sb;
     if (i >= n)
         return;
+    float4 v[4];
+    float a = 0.0f;
+    int bad = 0;
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        v[k] = load4(x, i + 4 * k, n);
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        a = fmaxf(a, absmax4(v[k]));
+        bad |= nonfinite4(v[k]);
+    }
+    uint32_t sb = bad ? 0x7fu : e4m3_of(a / 6.0f / g);
+    scale[i / NVFP4_BLOCK] = (uint8_t)sb;
     float total = e4m3_value(sb) * g;
     /* total == 0: the block's values are far below the tensor's; they become +-0 */
-    float r[4] = { v.x, v.y, v.z, v.w };
-    uint32_t word = 0;
-    for (int k = 0; k < 4; k++)
-        word |= (total > 0.0f ? e2m1_of(r[k] / total) : (__float_as_uint(r[k]) >> 31) << 3)
-                << (4 * k);
-    store_fp4(q, i, n, word);
+    uint32_t word[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const float r[4] = { v[k].x, v[k].y, v[k].z, v[k].w };
+        word[k] = 0;
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            word[k] |= (total > 0.0f ? e2m1_of(r[j] / total) : (__float_as_uint(r[j]) >> 31) << 3)
+                       << (4 * j);
+    }
+    store_codes<true>(q, i, n, vec, word);
 }
 
 static int stride_blocks(int n)
 {
-    static int num_sms = 0;
-    if (num_sms == 0) {
-        int device;
-        CUDA_CHECK(cudaGetDevice(&device));
-        CUDA_CHECK(cudaDeviceGetAttribute(&num_sms, cudaDevAttrMultiProcessorCount, device));
-    }
     int need = cdiv(cdiv(n, 4), BLOCK);
-    int most = 4 * num_sms;
+    int most = 4 * sm_count();
     return need < most ? need : most;
 }
 
@@ -292,36 +378,32 @@ void quantize_nvfp4(const float *d_x, int n, uint8_t *d_q, uint8_t *d_scale,
     CUDA_CHECK(cudaMemsetAsync(amax_bits, 0, sizeof *amax_bits)); /* garbage on entry */
     nvfp4_amax_kernel<<<stride_blocks(n), BLOCK>>>(d_x, n, amax_bits);
     CUDA_CHECK(cudaGetLastError());
-    quantize_nvfp4_kernel<<<cdiv(cdiv(n, 4), BLOCK), BLOCK>>>(d_x, n, amax_bits, d_q, d_scale,
-                                                              d_tensor_scale);
+    quantize_nvfp4_kernel<<<cdiv(cdiv(n, 16), BLOCK), BLOCK>>>(d_x, n, vec_ok(d_q, 8, NULL),
+                                                               amax_bits, d_q, d_scale,
+                                                               d_tensor_scale);
     CUDA_CHECK(cudaGetLastError());
 }
 
+/* as the MX kernel: 16 codes a step, here exactly one NVFP4 block, under one scale (its e4m3
+ * times the tensor's fp32; NaN for the codes 0x7f and 0xff) */
 static __global__ void dequantize_nvfp4_kernel(const uint8_t *__restrict__ q,
                                                const uint8_t *__restrict__ scale,
                                                const float *__restrict__ tensor_scale, int n,
-                                               float *__restrict__ y)
+                                               int vec, float *__restrict__ y)
 {
-    long long i = 4 * ((long long)blockIdx.x * BLOCK + threadIdx.x);
-    if (i >= n)
-        return;
-    float total = e4m3_value(scale[i / NVFP4_BLOCK]) * *tensor_scale; /* NaN for 0x7f, 0xff */
-    uint32_t w = q[i / 2] | (i + 2 < n ? (uint32_t)q[i / 2 + 1] << 8 : 0u);
-    float r[4];
-    for (int k = 0; k < 4; k++)
-        r[k] = e2m1_value(w >> (4 * k) & 0xfu) * total;
-    if (i + 3 < n) {
-        *reinterpret_cast<float4 *>(y + i) = make_float4(r[0], r[1], r[2], r[3]);
-        return;
-    }
-    for (int k = 0; k < 4 && i + k < n; k++)
-        y[i + k] = r[k];
+    const long long stride = (long long)gridDim.x * BLOCK, first = (long long)blockIdx.x * BLOCK + threadIdx.x;
+    const long long chunks = vec ? n / 16 : 0;
+    const float g = *tensor_scale;
+    for (long long c = first; c < chunks; c += stride)
+        decode16<true>(q, c, e4m3_value(scale[16 * c / NVFP4_BLOCK]) * g, y);
+    for (long long i = 16 * chunks + first; i < n; i += stride)
+        y[i] = e2m1_value(code_at<true>(q, i)) * (e4m3_value(scale[i / NVFP4_BLOCK]) * g);
 }
 
 void dequantize_nvfp4(const uint8_t *d_q, const uint8_t *d_scale, const float *d_tensor_scale,
                       int n, float *d_y)
 {
-    dequantize_nvfp4_kernel<<<cdiv(cdiv(n, 4), BLOCK), BLOCK>>>(d_q, d_scale, d_tensor_scale, n,
-                                                                d_y);
+    dequantize_nvfp4_kernel<<<resident_blocks(cdiv(n, 16)), BLOCK>>>(
+        d_q, d_scale, d_tensor_scale, n, vec_ok(d_q, 8, d_y), d_y);
     CUDA_CHECK(cudaGetLastError());
 }
