@@ -12,9 +12,9 @@
  * elements as one 16-byte word, the FP4 formats as one 8-byte word; the group's first lane
  * stores the scale byte.
  * NVFP4's tensor scale needs the tensor's amax first: a pass of its own, as step 1's per-tensor
- * FP8. Back to fp32, 16 codes a step of a grid-stride loop on a resident grid (step 1 says
- * why). Expect: close to the copy kernel in GB/s; 4 bytes in, 1 + 1/32 (MXFP8), 0.5 + 1/32
- * (MXFP4) or 0.5 + 1/16 (NVFP4, plus the amax pass's 4) out. */
+ * FP8. Back to fp32 as step 1: four codes a group, four groups a thread in flight in a
+ * grid-stride loop on a resident grid. Expect: close to the copy kernel in GB/s; 4 bytes in,
+ * 1 + 1/32 (MXFP8), 0.5 + 1/32 (MXFP4) or 0.5 + 1/16 (NVFP4, plus the amax pass's 4) out. */
 #include <stdint.h>
 
 #include <cuda_fp8.h>
@@ -149,18 +149,23 @@ static int sm_count(void)
     return num_sms;
 }
 
-/* enough blocks for `items` thread-steps, up to a full SM's worth on every SM (8 blocks of 256
- * threads: 2048, the most an SM holds), for a grid-stride loop */
-static int resident_blocks(long long items)
+/* enough blocks of BLOCK threads for `items` thread-steps, up to as many as the device holds
+ * at once (the occupancy calculator's blocks an SM, for this kernel's registers, times the
+ * SMs): a grid-stride loop on a grid that is all resident, with no second wave */
+template <typename Kernel>
+static int resident_blocks(Kernel kernel, long long items)
 {
-    long long need = (items + BLOCK - 1) / BLOCK, most = 8LL * sm_count();
+    int per_sm = 0;
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, BLOCK, 0));
+    long long need = (items + BLOCK - 1) / BLOCK;
+    long long most = (long long)(per_sm > 0 ? per_sm : 1) * sm_count();
     return (int)(need < 1 ? 1 : need < most ? need : most);
 }
 
-/* 16 codes a step need q aligned to their bytes (16, or 8 for FP4) and y to 16 */
-static int vec_ok(const void *q, int code_bytes16, const float *y)
+/* a vector access needs q aligned to its bytes and y (where there is one) to 16 */
+static int vec_ok(const void *q, int align, const float *y)
 {
-    return (uintptr_t)q % code_bytes16 == 0 && (uintptr_t)y % 16 == 0; /* NULL: no y */
+    return (uintptr_t)q % align == 0 && (uintptr_t)y % 16 == 0; /* NULL: no y */
 }
 
 /* ---- MXFP8 and MXFP4 ---------------------------------------------------------------------- */
@@ -228,31 +233,26 @@ void quantize_mxfp4(const float *d_x, int n, uint8_t *d_q, uint8_t *d_scale, voi
     CUDA_CHECK(cudaGetLastError());
 }
 
-/* 16 codes a step of a grid-stride loop on a resident grid, as step 1's dequantisation: one
- * 16-byte load (MXFP8) or 8-byte load (FP4: two codes a byte), four 16-byte stores; 16 codes lie
- * in one block of 32, under one scale. Where q or y is not aligned for that (vec = 0), and for
- * the last n % 16 codes, one code at a time. */
+/* Back to fp32 as step 1 does it: four codes a group (4 bytes, or FP4's 2), one 16-byte store
+ * a group, four groups a thread in flight at once in a grid-stride loop on a resident grid,
+ * each warp's accesses contiguous. A group lies in one block (4 divides 16 and 32), under
+ * one scale X. */
 template <bool FP4>
-static __device__ __forceinline__ void decode16(const uint8_t *__restrict__ q, long long c,
-                                                float X, float *__restrict__ y)
+static __device__ __forceinline__ uint32_t group_codes(const uint8_t *__restrict__ q, long long g)
 {
-    uint32_t word[4];
-    if (FP4) {
-        const uint2 w = reinterpret_cast<const uint2 *>(q)[c];
-        word[0] = w.x & 0xffffu, word[1] = w.x >> 16, word[2] = w.y & 0xffffu, word[3] = w.y >> 16;
-    } else {
-        const uint4 w = reinterpret_cast<const uint4 *>(q)[c];
-        word[0] = w.x, word[1] = w.y, word[2] = w.z, word[3] = w.w;
-    }
-    float4 *out = reinterpret_cast<float4 *>(y + 16 * c);
+    return FP4 ? (uint32_t)reinterpret_cast<const uint16_t *>(q)[g]
+               : reinterpret_cast<const uint32_t *>(q)[g];
+}
+
+template <bool FP4>
+static __device__ __forceinline__ void decode_group(uint32_t w, long long g, float X,
+                                                    float *__restrict__ y)
+{
+    float r[4];
 #pragma unroll
-    for (int k = 0; k < 4; k++) {
-        float r[4];
-#pragma unroll
-        for (int j = 0; j < 4; j++)
-            r[j] = (FP4 ? e2m1_value(word[k] >> (4 * j) & 0xfu) : e4m3_value(word[k] >> (8 * j) & 0xffu)) * X;
-        out[k] = make_float4(r[0], r[1], r[2], r[3]);
-    }
+    for (int j = 0; j < 4; j++)
+        r[j] = (FP4 ? e2m1_value(w >> (4 * j) & 0xfu) : e4m3_value(w >> (8 * j) & 0xffu)) * X;
+    *reinterpret_cast<float4 *>(y + 4 * g) = make_float4(r[0], r[1], r[2], r[3]);
 }
 
 /* element i's code: a byte, or FP4's nibble (element 2j in byte j's low half) */
@@ -262,33 +262,56 @@ static __device__ __forceinline__ uint32_t code_at(const uint8_t *__restrict__ q
     return FP4 ? (uint32_t)q[i / 2] >> (4 * (i & 1)) & 0xfu : (uint32_t)q[i];
 }
 
+/* The loop of both dequantisers: SCALE(i) is the scale of element i. Where q or y is not
+ * aligned for a group's load and store (vec = 0), and for the last n % 4 codes, one code at
+ * a time. */
+template <bool FP4, typename Scale>
+static __device__ __forceinline__ void dequantize_loop(const uint8_t *__restrict__ q, int n,
+                                                       int vec, Scale scale_of,
+                                                       float *__restrict__ y)
+{
+    const long long stride = (long long)gridDim.x * BLOCK;
+    const long long first = (long long)blockIdx.x * BLOCK + threadIdx.x;
+    const long long groups = vec ? n / 4 : 0;
+    long long g = first;
+    for (; g + 3 * stride < groups; g += 4 * stride) {
+        uint32_t w[4];
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+            w[k] = group_codes<FP4>(q, g + k * stride);
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+            decode_group<FP4>(w[k], g + k * stride, scale_of(4 * (g + k * stride)), y);
+    }
+    for (; g < groups; g += stride)
+        decode_group<FP4>(group_codes<FP4>(q, g), g, scale_of(4 * g), y);
+    for (long long i = 4 * groups + first; i < n; i += stride) {
+        const uint32_t code = code_at<FP4>(q, i);
+        y[i] = (FP4 ? e2m1_value(code) : e4m3_value(code)) * scale_of(i);
+    }
+}
+
 template <bool FP4>
 static __global__ void dequantize_mx_kernel(const uint8_t *__restrict__ q,
                                             const uint8_t *__restrict__ scale, int n, int vec,
                                             float *__restrict__ y)
 {
-    const long long stride = (long long)gridDim.x * BLOCK, first = (long long)blockIdx.x * BLOCK + threadIdx.x;
-    const long long chunks = vec ? n / 16 : 0;
-    for (long long c = first; c < chunks; c += stride)
-        decode16<FP4>(q, c, e8m0_value(scale[16 * c / MX_BLOCK]), y);
-    for (long long i = 16 * chunks + first; i < n; i += stride) {
-        const uint32_t code = code_at<FP4>(q, i);
-        y[i] = (FP4 ? e2m1_value(code) : e4m3_value(code)) * e8m0_value(scale[i / MX_BLOCK]);
-    }
+    dequantize_loop<FP4>(
+        q, n, vec, [scale](long long i) { return e8m0_value(scale[i / MX_BLOCK]); }, y);
 }
 
 
 void dequantize_mxfp8(const uint8_t *d_q, const uint8_t *d_scale, int n, float *d_y)
 {
-    dequantize_mx_kernel<false><<<resident_blocks(cdiv(n, 16)), BLOCK>>>(d_q, d_scale, n,
-                                                                       vec_ok(d_q, 16, d_y), d_y);
+    const int grid = resident_blocks(dequantize_mx_kernel<false>, cdiv(n, 16));
+    dequantize_mx_kernel<false><<<grid, BLOCK>>>(d_q, d_scale, n, vec_ok(d_q, 4, d_y), d_y);
     CUDA_CHECK(cudaGetLastError());
 }
 
 void dequantize_mxfp4(const uint8_t *d_q, const uint8_t *d_scale, int n, float *d_y)
 {
-    dequantize_mx_kernel<true><<<resident_blocks(cdiv(n, 16)), BLOCK>>>(d_q, d_scale, n,
-                                                                      vec_ok(d_q, 8, d_y), d_y);
+    const int grid = resident_blocks(dequantize_mx_kernel<true>, cdiv(n, 16));
+    dequantize_mx_kernel<true><<<grid, BLOCK>>>(d_q, d_scale, n, vec_ok(d_q, 2, d_y), d_y);
     CUDA_CHECK(cudaGetLastError());
 }
 
@@ -391,19 +414,16 @@ static __global__ void dequantize_nvfp4_kernel(const uint8_t *__restrict__ q,
                                                const float *__restrict__ tensor_scale, int n,
                                                int vec, float *__restrict__ y)
 {
-    const long long stride = (long long)gridDim.x * BLOCK, first = (long long)blockIdx.x * BLOCK + threadIdx.x;
-    const long long chunks = vec ? n / 16 : 0;
     const float g = *tensor_scale;
-    for (long long c = first; c < chunks; c += stride)
-        decode16<true>(q, c, e4m3_value(scale[16 * c / NVFP4_BLOCK]) * g, y);
-    for (long long i = 16 * chunks + first; i < n; i += stride)
-        y[i] = e2m1_value(code_at<true>(q, i)) * (e4m3_value(scale[i / NVFP4_BLOCK]) * g);
+    dequantize_loop<true>(
+        q, n, vec, [scale, g](long long i) { return e4m3_value(scale[i / NVFP4_BLOCK]) * g; }, y);
 }
 
 void dequantize_nvfp4(const uint8_t *d_q, const uint8_t *d_scale, const float *d_tensor_scale,
                       int n, float *d_y)
 {
-    dequantize_nvfp4_kernel<<<resident_blocks(cdiv(n, 16)), BLOCK>>>(
-        d_q, d_scale, d_tensor_scale, n, vec_ok(d_q, 8, d_y), d_y);
+    const int grid = resident_blocks(dequantize_nvfp4_kernel, cdiv(n, 16));
+    dequantize_nvfp4_kernel<<<grid, BLOCK>>>(d_q, d_scale, d_tensor_scale, n, vec_ok(d_q, 2, d_y),
+                                             d_y);
     CUDA_CHECK(cudaGetLastError());
 }
