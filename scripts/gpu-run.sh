@@ -22,10 +22,15 @@
 #                              memcheck must catch (01's no-bounds-check). SANITIZE=only: only that
 #   STEP_TIMEOUT=300           seconds for one step or one grader
 #   JUDGE_JOBS=8               the judge's graders 8 at a time, those whose verdict rests on a
-#                              timing alone, after the others (scripts/judge.sh); on the H200,
-#                              8 at a time judged 7 starters and 59 known-bug kernels in 9
-#                              minutes, each grader slower (25 to 130 s): chapter 07's starter
-#                              needed over 300 s there
+#                              timing alone, after the others (scripts/judge.sh). On the H200
+#                              more graders at once buy little: each test creates two CUDA
+#                              contexts (its judge's and its runner's), and those start one at
+#                              a time. GRADE_TRACE measured a test's context and inputs at
+#                              0.22 s alone and 1.6 s with six graders at once (two seconds a
+#                              test against 0.4): chapter 07 whole, starter and 18 known-bug
+#                              kernels, took 491 s at six at a time, its solution 175 s alone.
+#                              Give JUDGE_TIMEOUT room for that (a grader stopped at its limit
+#                              counts as passing, which fails a known-bug kernel's verdict)
 #   PROBE=build/cuda/probe     the device check (a dry run without a GPU gives a stand-in)
 set -uo pipefail
 out=${1:?usage: scripts/gpu-run.sh OUTDIR}
