@@ -1,8 +1,10 @@
 // softmax_split_rows.cu: a probe for chapter 07's long rows (32768 to 262144 columns) that
-// needs no cluster. A row is split into slices of SLICE values, one slice a block and the
-// slice held in the block's registers; the blocks are persistent (as many as are resident, a
-// cooperative launch to guarantee it) and take slices in order from a ticket counter. A block
-// reduces its slice to a (max, sum) pair, publishes it in global memory (release: a fence,
+// needs no cluster: softmax, RMSNorm (weight) and LayerNorm (weight and bias), fp32 and bf16.
+// A row is split into slices of SLICE values, one slice a block and the slice held in the
+// block's registers; the blocks are persistent (as many as are resident, a cooperative launch
+// to guarantee it) and take slices in order from a ticket counter. A block reduces its slice
+// to its statistics (softmax: max and sum; RMSNorm: the sum of squares; LayerNorm: count,
+// mean and M2, merged by Chan's update), publishes them in global memory (release: a fence,
 // then an atomic add on the row's counter), waits until the row's counter says every slice
 // has published (acquire), merges the row's pairs from L2 and writes its slice's outputs
 // from registers. One read of the row and one write, on every SM (no GPC leaves SMs idle to
@@ -10,6 +12,7 @@
 // Deadlock-free because tickets are taken in order and a block publishes before it waits:
 // every row but the last one ticketed is wholly ticketed, so its slices all publish, and at
 // least SLICES - 1 blocks wait on the last (the grid holds more than that).
+// Its measurements on the H200: plots/data/h200/probe-softmax-split.tsv.
 //
 // Build and run on a GPU of compute capability 7.0 or later:
 //   nvcc -O3 -std=c++17 -arch=sm_90 -o softmax_split_rows tests/probes/softmax_split_rows.cu
