@@ -106,13 +106,18 @@ __device__ __forceinline__ float3 identity(int op)
     return op == SOFTMAX ? make_float3(-INFINITY, 0.f, 0.f) : make_float3(0.f, 0.f, 0.f);
 }
 
-template <typename T, int OP, int THREADS, int VECS>
-__global__ void __launch_bounds__(THREADS)
+// RAW: the slice is held as loaded (VECS 16-byte vectors a thread) and widened to fp32 on
+// each pass over it, so that a bf16 thread holds as many bytes as an fp32 one for the same
+// registers (softmax takes its exponentials twice: once for the sum, once for the outputs).
+// MINB: the blocks an SM the registers must allow (__launch_bounds__'s second argument).
+template <typename T, int OP, int THREADS, int VECS, bool RAW, int MINB>
+__global__ void __launch_bounds__(THREADS, MINB)
     split_rows(const T *__restrict__ x, const T *__restrict__ w, const T *__restrict__ b,
                T *__restrict__ y, int rows, int cols, int slices, float4 *__restrict__ pairs,
                unsigned *__restrict__ counters)
 {
     constexpr int PER = io<T>::PER, SLICE = THREADS * VECS * PER;
+    constexpr int HELD = RAW ? 1 : VECS * PER; // floats held widened (1: none)
     __shared__ unsigned s_ticket;
     __shared__ float3 warp_part[THREADS / 32];
     __shared__ float3 s_row;
@@ -129,58 +134,95 @@ __global__ void __launch_bounds__(THREADS)
         const int row = (int)(t / (unsigned)slices), slice = (int)(t % (unsigned)slices);
         const size_t row0 = (size_t)row * cols;
         const int first = slice * SLICE;
-        float v[VECS * PER];
+        uint4 q[VECS];
+        float v[HELD];
         int mine = 0;
+        // a vector past the row holds the op's identity (-inf, or 0), as bits: nothing to test
+        // on the passes over it
+        const unsigned pad = OP != SOFTMAX ? 0u : sizeof(T) == 4 ? 0xff800000u : 0xff80ff80u;
 #pragma unroll
         for (int k = 0; k < VECS; k++) {
             const int col = first + (tid + k * THREADS) * PER;
-            if (col < cols) {
-                io<T>::unpack(__ldcs(reinterpret_cast<const uint4 *>(x + row0 + col)), &v[k * PER]);
-                mine += PER;
+            q[k] = col < cols ? __ldcs(reinterpret_cast<const uint4 *>(x + row0 + col))
+                              : make_uint4(pad, pad, pad, pad);
+            mine += col < cols ? PER : 0;
+        }
+        // vector k's values, widened
+        auto vec = [&](int k, float *f) {
+            if constexpr (RAW) {
+                io<T>::unpack(q[k], f);
             } else {
 #pragma unroll
                 for (int i = 0; i < PER; i++)
-                    v[k * PER + i] = OP == SOFTMAX ? -INFINITY : 0.f;
+                    f[i] = v[k * PER + i];
             }
+        };
+        auto in = [&](int k) { return first + (tid + k * THREADS) * PER < cols; };
+        if constexpr (!RAW) {
+#pragma unroll
+            for (int k = 0; k < VECS; k++)
+                io<T>::unpack(q[k], &v[k * PER]);
         }
         float3 p;
         float mb = 0.f;
         if (OP == SOFTMAX) {
             float m = -INFINITY;
 #pragma unroll
-            for (int i = 0; i < VECS * PER; i++) {
-                v[i] *= L2E;
-                m = fmaxf(m, v[i]);
+            for (int k = 0; k < VECS; k++) {
+                float f[PER];
+                vec(k, f);
+#pragma unroll
+                for (int i = 0; i < PER; i++)
+                    m = fmaxf(m, f[i] * L2E);
             }
             mb = m == -INFINITY ? 0.f : m;
             float s = 0.f;
 #pragma unroll
-            for (int i = 0; i < VECS * PER; i++) {
-                v[i] = exp2f(v[i] - mb);
-                s += v[i];
+            for (int k = 0; k < VECS; k++) {
+                float f[PER];
+                vec(k, f);
+#pragma unroll
+                for (int i = 0; i < PER; i++) {
+                    const float e = exp2f(fmaf(f[i], L2E, -mb));
+                    if constexpr (!RAW)
+                        v[k * PER + i] = e; // kept: the outputs reuse it
+                    s += e;
+                }
             }
             p = make_float3(m, s, 0.f);
         } else if (OP == RMSNORM) {
             float ss = 0.f;
 #pragma unroll
-            for (int i = 0; i < VECS * PER; i++)
-                ss = fmaf(v[i], v[i], ss);
+            for (int k = 0; k < VECS; k++) {
+                float f[PER];
+                vec(k, f);
+#pragma unroll
+                for (int i = 0; i < PER; i++)
+                    ss = fmaf(f[i], f[i], ss);
+            }
             p = make_float3(ss, 0.f, 0.f);
-        } else { // two passes over the registers: the thread's mean, then its M2
+        } else { // two passes over what the thread holds: its mean, then its M2
             float s = 0.f;
 #pragma unroll
-            for (int i = 0; i < VECS * PER; i++)
-                s += v[i];
+            for (int k = 0; k < VECS; k++) {
+                float f[PER];
+                vec(k, f);
+#pragma unroll
+                for (int i = 0; i < PER; i++)
+                    s += f[i];
+            }
             const float mean = mine ? s / mine : 0.f;
             float m2 = 0.f;
 #pragma unroll
-            for (int k = 0; k < VECS; k++)
-                if (first + (tid + k * THREADS) * PER < cols)
+            for (int k = 0; k < VECS; k++) {
+                float f[PER];
+                vec(k, f);
 #pragma unroll
-                    for (int i = 0; i < PER; i++) {
-                        const float d = v[k * PER + i] - mean;
-                        m2 = fmaf(d, d, m2);
-                    }
+                for (int i = 0; i < PER; i++) {
+                    const float d = in(k) ? f[i] - mean : 0.f;
+                    m2 = fmaf(d, d, m2);
+                }
+            }
             p = make_float3((float)mine, mean, m2);
         }
         for (int o = 16; o; o >>= 1)
@@ -203,10 +245,9 @@ __global__ void __launch_bounds__(THREADS)
             }
             __syncwarp();
             float3 r = identity(OP);
-            for (int k = lane; k < slices; k += 32)
-                {
-                const float4 q = __ldcg(&pairs[(size_t)row * slices + k]);
-                r = merge(OP, r, make_float3(q.x, q.y, q.z));
+            for (int k = lane; k < slices; k += 32) {
+                const float4 pq = __ldcg(&pairs[(size_t)row * slices + k]);
+                r = merge(OP, r, make_float3(pq.x, pq.y, pq.z));
             }
             for (int o = 16; o; o >>= 1)
                 r = merge(OP, r, shfl3(r, o));
@@ -216,8 +257,8 @@ __global__ void __launch_bounds__(THREADS)
         __syncthreads();
         const float3 r = s_row;
         float scale, shift = 0.f;
-        if (OP == SOFTMAX) // each thread's exponentials were taken against its own base mb
-            scale = exp2f(mb - r.x) / r.y;
+        if (OP == SOFTMAX) // held exponentials were taken against the thread's own base mb
+            scale = RAW ? 1.f / r.y : exp2f(mb - r.x) / r.y;
         else if (OP == RMSNORM)
             scale = rsqrtf(r.x / cols + 1e-5f);
         else
@@ -225,12 +266,13 @@ __global__ void __launch_bounds__(THREADS)
 #pragma unroll
         for (int k = 0; k < VECS; k++) {
             const int col = first + (tid + k * THREADS) * PER;
-            if (col < cols) {
-                float o[PER];
+            if (in(k)) {
+                float f[PER], o[PER];
+                vec(k, f);
                 if (OP == SOFTMAX) {
 #pragma unroll
                     for (int i = 0; i < PER; i++)
-                        o[i] = v[k * PER + i] * scale;
+                        o[i] = (RAW ? exp2f(fmaf(f[i], L2E, -r.x)) : f[i]) * scale;
                 } else {
                     float wv[PER], bv[PER];
                     io<T>::unpack(__ldg(reinterpret_cast<const uint4 *>(w + col)), wv);
@@ -238,8 +280,8 @@ __global__ void __launch_bounds__(THREADS)
                         io<T>::unpack(__ldg(reinterpret_cast<const uint4 *>(b + col)), bv);
 #pragma unroll
                     for (int i = 0; i < PER; i++)
-                        o[i] = OP == LAYERNORM ? fmaf((v[k * PER + i] - shift) * scale, wv[i], bv[i])
-                                               : v[k * PER + i] * scale * wv[i];
+                        o[i] = OP == LAYERNORM ? fmaf((f[i] - shift) * scale, wv[i], bv[i])
+                                               : f[i] * scale * wv[i];
                 }
                 __stcs(reinterpret_cast<uint4 *>(y + row0 + col), io<T>::pack(o));
             }
@@ -326,7 +368,8 @@ static double worst_error(int op, const std::vector<T> &h, const std::vector<T> 
     return worst;
 }
 
-template <typename T, int OP, int THREADS, int VECS> static void run(int rows, int cols, int sms)
+template <typename T, int OP, int THREADS, int VECS, bool RAW = false, int MINB = 1>
+static void run(int rows, int cols, int sms)
 {
     constexpr int PER = io<T>::PER, SLICE = THREADS * VECS * PER;
     const size_t n = (size_t)rows * cols, bytes = n * sizeof(T);
@@ -352,7 +395,7 @@ template <typename T, int OP, int THREADS, int VECS> static void run(int rows, i
     CK(cudaMemcpy(dw, wv.data(), cols * sizeof(T), cudaMemcpyHostToDevice));
     CK(cudaMemcpy(db, bv.data(), cols * sizeof(T), cudaMemcpyHostToDevice));
     CK(cudaMemset(dy, 0xff, bytes)); // poison: an output never written is NaN
-    auto kern = split_rows<T, OP, THREADS, VECS>;
+    auto kern = split_rows<T, OP, THREADS, VECS, RAW, MINB>;
     int per_sm = 0;
     CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, THREADS, 0));
     const int grid = per_sm * sms;
@@ -399,10 +442,11 @@ template <typename T, int OP, int THREADS, int VECS> static void run(int rows, i
     CK(cudaEventElapsedTime(&cms, e0, e1));
     cms /= reps;
     CK(cudaGetLastError());
-    printf("%-9s %-4s %5dx%-7d slice %5d (%3d threads x %d vectors) %2d slices a row, %3d blocks "
-           "(%d an SM)  %.4f ms %6.0f GB/s  copy %.4f ms %6.0f GB/s  = %5.1f%%  worst rel err %.1e\n",
-           OP_NAME[OP], sizeof(T) == 4 ? "f32" : "bf16", rows, cols, SLICE, THREADS, VECS, slices,
-           grid, per_sm, ms, 2 * bytes / ms / 1e6, cms, 2 * bytes / cms / 1e6, 100 * cms / ms, worst);
+    printf("%-9s %-4s %5dx%-7d slice %5d (%3d threads x %d vectors%s, min %d blocks) %2d slices a "
+           "row, %3d blocks (%d an SM)  %.4f ms %6.0f GB/s  copy %.4f ms %6.0f GB/s  = %5.1f%%  "
+           "worst rel err %.1e\n",
+           OP_NAME[OP], sizeof(T) == 4 ? "f32" : "bf16", rows, cols, SLICE, THREADS, VECS,
+           RAW ? " held as loaded" : "", MINB, slices, grid, per_sm, ms, 2 * bytes / ms / 1e6, cms, 2 * bytes / cms / 1e6, 100 * cms / ms, worst);
     fflush(stdout);
     CK(cudaEventDestroy(e0));
     CK(cudaEventDestroy(e1));
@@ -414,16 +458,25 @@ template <typename T, int OP, int THREADS, int VECS> static void run(int rows, i
     CK(cudaFree(counters));
 }
 
-/* 32 values a thread in both types (8 or 4 vectors), 128 MB a tensor, as the chapter's bench */
+/* 128 MB a tensor, as the chapter's bench. fp32: 32 values a thread (8 vectors) held widened;
+ * bf16: held as loaded, 64 values a thread (8 vectors) or 32 (4). Each with its registers
+ * capped for the blocks an SM that fill the SM's 2048 threads (MINB) and, for 256-thread
+ * blocks, as the compiler chose (MINB 1), to see what the cap costs in spills and gains in
+ * blocks. */
 template <typename T, int OP> static void shapes(int sms)
 {
-    constexpr int V = sizeof(T) == 4 ? 8 : 4;
     const int total = sizeof(T) == 4 ? (1 << 25) : (1 << 26);
     for (int cols : { 32768, 65536, 262144 }) {
-        run<T, OP, 256, V>(total / cols, cols, sms);
-        run<T, OP, 128, V>(total / cols, cols, sms);
-        run<T, OP, 512, V>(total / cols, cols, sms);
-        run<T, OP, 256, V / 2>(total / cols, cols, sms);
+        if constexpr (sizeof(T) == 4) {
+            run<T, OP, 256, 8, false, 1>(total / cols, cols, sms);
+            run<T, OP, 256, 8, false, 4>(total / cols, cols, sms);
+            run<T, OP, 512, 8, false, 2>(total / cols, cols, sms);
+        } else {
+            run<T, OP, 256, 8, true, 1>(total / cols, cols, sms);
+            run<T, OP, 256, 8, true, 4>(total / cols, cols, sms);
+            run<T, OP, 256, 4, true, 4>(total / cols, cols, sms);
+            run<T, OP, 512, 8, true, 2>(total / cols, cols, sms);
+        }
     }
 }
 
