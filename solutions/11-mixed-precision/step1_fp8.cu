@@ -119,17 +119,37 @@ static __global__ void quantize_fp8_block_kernel(const float *__restrict__ x, in
 
 /* ---- per tensor: the amax, then the rounding ---------------------------------------------- */
 
+/* a float4's largest finite magnitude */
+static __device__ __forceinline__ float amax_of4(float4 v)
+{
+    return fmaxf(fmaxf(amax_term(v.x), amax_term(v.y)), fmaxf(amax_term(v.z), amax_term(v.w)));
+}
+
+/* The tensor's amax: a grid-stride loop of float4s on a resident grid, four a thread in flight
+ * at once (a stride apart, so each warp's loads stay contiguous), then the block's max by
+ * shuffles and shared memory and one atomicMax a block on the float's bits. */
 static __global__ void amax_kernel(const float *__restrict__ x, int n,
                                    unsigned int *__restrict__ amax_bits)
 {
     __shared__ float s_max[WARPS];
+    const long long stride = (long long)gridDim.x * BLOCK;
+    const long long first = (long long)blockIdx.x * BLOCK + threadIdx.x, groups = n / 4;
+    const float4 *__restrict__ x4 = reinterpret_cast<const float4 *>(x);
     float a = 0.0f;
-    long long stride = (long long)gridDim.x * BLOCK * 4;
-    for (long long i = 4 * ((long long)blockIdx.x * BLOCK + threadIdx.x); i < n; i += stride) {
-        float4 v = load4(x, i, n);
-        a = fmaxf(a, fmaxf(fmaxf(amax_term(v.x), amax_term(v.y)),
-                           fmaxf(amax_term(v.z), amax_term(v.w))));
+    long long g = first;
+    for (; g + 3 * stride < groups; g += 4 * stride) {
+        float4 v[4];
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+            v[k] = x4[g + k * stride];
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+            a = fmaxf(a, amax_of4(v[k]));
     }
+    for (; g < groups; g += stride)
+        a = fmaxf(a, amax_of4(x4[g]));
+    if (first < n % 4)
+        a = fmaxf(a, amax_term(x[4 * groups + first]));
     a = warp_max(a);
     if (threadIdx.x % 32 == 0)
         s_max[threadIdx.x / 32] = a;
@@ -143,15 +163,28 @@ static __global__ void amax_kernel(const float *__restrict__ x, int n,
     }
 }
 
+/* The rounding pass under the tensor's scale, as amax_kernel loops: four float4s a thread in
+ * flight, each stored as one 4-byte word of codes. */
 static __global__ void quantize_fp8_tensor_kernel(const float *__restrict__ x, int n, int format,
                                                   const unsigned int *__restrict__ amax_bits,
                                                   uint8_t *__restrict__ q,
                                                   float *__restrict__ scale_inv)
 {
-    float s = scale_of(__uint_as_float(*amax_bits), format);
-    long long stride = (long long)gridDim.x * BLOCK * 4;
-    for (long long i = 4 * ((long long)blockIdx.x * BLOCK + threadIdx.x); i < n; i += stride)
-        store4(q, i, n, pack4(load4(x, i, n), s, format));
+    const float s = scale_of(__uint_as_float(*amax_bits), format);
+    const long long stride = (long long)gridDim.x * BLOCK;
+    const long long first = (long long)blockIdx.x * BLOCK + threadIdx.x, groups = cdiv(n, 4);
+    long long g = first;
+    for (; g + 3 * stride < groups; g += 4 * stride) {
+        float4 v[4];
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+            v[k] = load4(x, 4 * (g + k * stride), n);
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+            store4(q, 4 * (g + k * stride), n, pack4(v[k], s, format));
+    }
+    for (; g < groups; g += stride)
+        store4(q, 4 * g, n, pack4(load4(x, 4 * g, n), s, format));
     if (blockIdx.x == 0 && threadIdx.x == 0)
         scale_inv[0] = 1.0f / s;
 }
@@ -166,14 +199,6 @@ static int sm_count(void)
         CUDA_CHECK(cudaDeviceGetAttribute(&num_sms, cudaDevAttrMultiProcessorCount, device));
     }
     return num_sms;
-}
-
-/* a few blocks an SM, for the grid-stride passes */
-static int stride_blocks(int n)
-{
-    int need = cdiv(cdiv(n, 4), BLOCK);
-    int most = 4 * sm_count();
-    return need < most ? need : most;
 }
 
 /* enough blocks of BLOCK threads for `items` thread-steps, up to as many as the device holds
@@ -201,10 +226,10 @@ void quantize_fp8(const float *d_x, int n, int format, int block, uint8_t *d_q,
     }
     unsigned int *amax_bits = static_cast<unsigned int *>(d_scratch);
     CUDA_CHECK(cudaMemsetAsync(amax_bits, 0, sizeof *amax_bits)); /* garbage on entry */
-    int blocks = stride_blocks(n);
-    amax_kernel<<<blocks, BLOCK>>>(d_x, n, amax_bits);
+    amax_kernel<<<resident_blocks(amax_kernel, cdiv(n, 16)), BLOCK>>>(d_x, n, amax_bits);
     CUDA_CHECK(cudaGetLastError());
-    quantize_fp8_tensor_kernel<<<blocks, BLOCK>>>(d_x, n, format, amax_bits, d_q, d_scale_inv);
+    const int grid = resident_blocks(quantize_fp8_tensor_kernel, cdiv(n, 16));
+    quantize_fp8_tensor_kernel<<<grid, BLOCK>>>(d_x, n, format, amax_bits, d_q, d_scale_inv);
     CUDA_CHECK(cudaGetLastError());
 }
 

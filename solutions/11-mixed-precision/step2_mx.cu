@@ -318,18 +318,37 @@ void dequantize_mxfp4(const uint8_t *d_q, const uint8_t *d_scale, int n, float *
 /* ---- NVFP4 -------------------------------------------------------------------------------- */
 
 /* the tensor's amax over its finite values, as bits (>= 0: they order as unsigned integers) */
+static __device__ __forceinline__ float finite_amax4(float4 v)
+{
+    return fmaxf(fmaxf(isfinite(v.x) ? fabsf(v.x) : 0.0f, isfinite(v.y) ? fabsf(v.y) : 0.0f),
+                 fmaxf(isfinite(v.z) ? fabsf(v.z) : 0.0f, isfinite(v.w) ? fabsf(v.w) : 0.0f));
+}
+
+/* as step 1's per-tensor amax: a grid-stride loop on a resident grid, four float4s a thread in
+ * flight, one atomicMax a block */
 static __global__ void nvfp4_amax_kernel(const float *__restrict__ x, int n,
                                          unsigned int *__restrict__ amax_bits)
 {
     __shared__ float s_max[WARPS];
+    const long long stride = (long long)gridDim.x * BLOCK;
+    const long long first = (long long)blockIdx.x * BLOCK + threadIdx.x, groups = n / 4;
+    const float4 *__restrict__ x4 = reinterpret_cast<const float4 *>(x);
     float a = 0.0f;
-    long long stride = (long long)gridDim.x * BLOCK * 4;
-    for (long long i = 4 * ((long long)blockIdx.x * BLOCK + threadIdx.x); i < n; i += stride) {
-        float4 v = load4(x, i, n);
-        a = fmaxf(a, fmaxf(fmaxf(isfinite(v.x) ? fabsf(v.x) : 0.0f,
-                                 isfinite(v.y) ? fabsf(v.y) : 0.0f),
-                           fmaxf(isfinite(v.z) ? fabsf(v.z) : 0.0f,
-                                 isfinite(v.w) ? fabsf(v.w) : 0.0f)));
+    long long g = first;
+    for (; g + 3 * stride < groups; g += 4 * stride) {
+        float4 v[4];
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+            v[k] = x4[g + k * stride];
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+            a = fmaxf(a, finite_amax4(v[k]));
+    }
+    for (; g < groups; g += stride)
+        a = fmaxf(a, finite_amax4(x4[g]));
+    if (first < n % 4) {
+        const float t = x[4 * groups + first];
+        a = fmaxf(a, isfinite(t) ? fabsf(t) : 0.0f);
     }
     for (int offset = 16; offset > 0; offset >>= 1)
         a = fmaxf(a, __shfl_xor_sync(FULL, a, offset));
@@ -387,19 +406,13 @@ static __global__ void quantize_nvfp4_kernel(const float *__restrict__ x, int n,
     store_codes<true>(q, i, n, vec, word);
 }
 
-static int stride_blocks(int n)
-{
-    int need = cdiv(cdiv(n, 4), BLOCK);
-    int most = 4 * sm_count();
-    return need < most ? need : most;
-}
-
 void quantize_nvfp4(const float *d_x, int n, uint8_t *d_q, uint8_t *d_scale,
                     float *d_tensor_scale, void *d_scratch)
 {
     unsigned int *amax_bits = static_cast<unsigned int *>(d_scratch);
     CUDA_CHECK(cudaMemsetAsync(amax_bits, 0, sizeof *amax_bits)); /* garbage on entry */
-    nvfp4_amax_kernel<<<stride_blocks(n), BLOCK>>>(d_x, n, amax_bits);
+    nvfp4_amax_kernel<<<resident_blocks(nvfp4_amax_kernel, cdiv(n, 16)), BLOCK>>>(d_x, n,
+                                                                                amax_bits);
     CUDA_CHECK(cudaGetLastError());
     quantize_nvfp4_kernel<<<cdiv(cdiv(n, 16), BLOCK), BLOCK>>>(d_x, n, vec_ok(d_q, 8, NULL),
                                                                amax_bits, d_q, d_scale,
