@@ -421,8 +421,14 @@ lessons lessons-check: deps-book
 .PHONY: grade bench tune test progress
 grade: deps-grade
 	@$(RUN_ENV) scripts/grade.sh
+# then each chapter's rows against the committed measurement of the same device and shape
+# (scripts/regress.sh): a rung more than 5% slower fails the bench unless REGRESSION_OK=1
 bench: deps-grade
-	@$(RUN_ENV) scripts/grade.sh --bench
+	@$(RUN_ENV) scripts/grade.sh --bench; s=$$?; \
+	files=$$(for c in $(CHAPTERS); do [ -s build/results/$$c.tsv ] && echo build/results/$$c.tsv; done); \
+	if [ -n "$$files" ] && ! scripts/regress.sh $$files; then \
+	  [ "$(REGRESSION_OK)" = 1 ] && echo "bench: REGRESSION_OK=1: the slower rungs allowed" || s=1; \
+	fi; exit $$s
 # on a GPU: measure each candidate configuration of the chapters that have them (04)
 tune: deps-grade
 	@$(RUN_ENV) SIDE=solutions scripts/grade.sh --tune
@@ -527,6 +533,15 @@ CALIBRATE_CHAPTERS := $(filter 01-% 02-% 03-% 04-%,$(PROFILE_CHAPTERS))
 .PHONY: calibrate
 calibrate: profile-build
 	@PROFILE_CHAPTERS="$(CALIBRATE_CHAPTERS)" scripts/calibrate.sh $(CALIBRATION)
+
+# make predict: the time model of every graded rung of chapters 01-05 at every shape of the
+# committed H200 benches, from the CPU backend's counts (the solutions' profile drivers) and
+# the ceilings in plots/data/h200/ceilings.tsv, against the measured times, beside a plain
+# roofline's error (scripts/predict.sh runs it, scripts/predict.awk is the model).
+PREDICT_CHAPTERS := $(filter 01-% 02-% 03-% 04-%,$(PROFILE_CHAPTERS))
+.PHONY: predict
+predict: build/programs.tsv $(foreach c,$(PREDICT_CHAPTERS),build/emu-prof/solutions/$c/profile)
+	@MAKE="$(MAKE)" scripts/predict.sh
 
 # ---- report --------------------------------------------------------------------------------
 

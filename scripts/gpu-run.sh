@@ -32,6 +32,11 @@
 #                              Give JUDGE_TIMEOUT room for that (a grader stopped at its limit
 #                              counts as passing, which fails a known-bug kernel's verdict)
 #   PROBE=build/cuda/probe     the device check (a dry run without a GPU gives a stand-in)
+# After the benches, each bench's rows are compared with the committed measurement of the same
+# device and shape (scripts/regress.sh): a rung more than 5% slower is printed with both runs'
+# clocks, and the visit exits 1 unless REGRESSION_OK=1 (a slowdown that is understood: a new
+# driver, a lower clock, a rung changed on purpose).
+#   REGRESSION_ONLY=1          only that comparison, over the benches already in OUTDIR
 set -uo pipefail
 out=${1:?usage: scripts/gpu-run.sh OUTDIR}
 mkdir -p "$out"
@@ -39,6 +44,33 @@ log=$out/run.log
 limit=${STEP_TIMEOUT:-300}
 summary=()
 note() { summary+=("$*"); echo "$*" | tee -a "$log"; }
+
+# the benches in OUTDIR against the committed measurements: 0 when none is slower, or when
+# REGRESSION_OK=1 allows it
+regressions() {
+    local files=() f rc
+    for f in "$out"/[0-9][0-9]-*.tsv; do
+        [[ -s $f && $f != *-tune.tsv ]] && files+=("$f")
+    done
+    [[ ${#files[@]} -gt 0 ]] || return 0
+    echo "== the benches against the committed measurements" >> "$log"
+    scripts/regress.sh "${files[@]}" 2>&1 | tee -a "$log" | grep -Ev '^(new|unmatched) '
+    rc=${PIPESTATUS[0]}
+    if [[ $rc -ne 0 && ${REGRESSION_OK:-0} == 1 ]]; then
+        note "regressions: rungs more than 5% slower than committed (REGRESSION_OK=1: allowed)"
+        return 0
+    fi
+    if [[ $rc -eq 0 ]]; then
+        note "regressions: none"
+    else
+        note "regressions: rungs more than 5% slower than committed (REGRESSION_OK=1 allows it)"
+    fi
+    return "$rc"
+}
+if [[ ${REGRESSION_ONLY:-0} == 1 ]]; then
+    regressions
+    exit
+fi
 step() { # step TITLE COMMAND...: run with a time limit, output into the log
     local title=$1; shift
     echo "== $title" >> "$log"
@@ -103,5 +135,10 @@ if [[ $sanitize == 1 || $sanitize == only ]]; then
         "${sanitize_env[@]}" CHAPTERS=01-naive-matmul TOOLS=memcheck MUTANT=no-bounds-check \
         scripts/sanitize.sh --record "$out/sanitize.tsv"
 fi
+regressed=0
+if [[ $sanitize != only && ${SKIP_BENCH:-0} != 1 ]]; then
+    regressions || regressed=1
+fi
 echo
 printf '%s\n' "${summary[@]}"
+exit "$regressed"
