@@ -39,7 +39,8 @@
  *   RMSNorm    |got - y| <= ((8 sqrt(cols) + 16) u + u_out) |y| + 2^-126
  *   LayerNorm  the RMSNorm bound on |(x - mu) rstd w|, plus rstd |w| (8 sqrt(cols) + 2) u
  *              mean|x| for the rounding of the mean (a shift of the whole row), plus u_out |y|.
- *              On the rows with mean 1e4 and variance 1e-2 that shift allowance is large, so
+ *              On the shifted rows (mean 1e4 and variance 1e-2 in fp32; mean 256 and variance
+ *              1 in bf16, whose spacing at 1e4 is 64) that shift allowance is large, so
  *              those rows are also held to their spread: each output row's variance within
  *              2% (fp32) or 5% (bf16) of the reference's. E[x^2] - E[x]^2 in fp32 loses the
  *              variance of such a row entirely.
@@ -149,6 +150,8 @@ static void mb_shape_name(const void *shape, char *buf, size_t len)
     const struct mb_shape *s = shape;
     if (s->op == OP_SUM)
         snprintf(buf, len, "n = %d%s", s->cols, VEC_NAME[s->vec]);
+    else if (s->vec == V_SHIFTED && s->dtype == BF16) /* bf16 spaces 1e4 by 64: see fill */
+        snprintf(buf, len, "%dx%d bf16, mean 256 variance 1", s->rows, s->cols);
     else
         snprintf(buf, len, "%dx%d %s%s", s->rows, s->cols, s->dtype == BF16 ? "bf16" : "f32",
                  VEC_NAME[s->vec]);
@@ -472,6 +475,11 @@ static const char *op_hint(const struct mb_problem *p, const struct verdict *v)
         return "a row of -inf but one entry: the running max starts at -inf, and -inf - (-inf) "
                "is NaN: rescale the running sum only when it holds something, or start the "
                "max at the first element";
+    if (s->vec == V_SHIFTED && s->dtype == BF16)
+        return "mean 256, variance 1 (bf16 values): E[x^2] - E[x]^2 subtracts two fp32 numbers "
+               "near 65536, each rounding of the sums behind them worth about 0.004, against a "
+               "variance of 1; compute it from x - mean (Welford's update, or a second pass "
+               "over the values you hold)";
     if (s->vec == V_SHIFTED)
         return "mean 1e4, variance 1e-2: E[x^2] - E[x]^2 subtracts two numbers near 1e8 whose "
                "rounding is about 6 each, so the variance is lost; compute it from x - mean "
