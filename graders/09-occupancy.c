@@ -2,13 +2,23 @@
  *
  *   grade            the ladder, a step at a time (GRADE_STEP=k grades step k alone):
  *                      step 1  blocks_per_sm   an occupancy calculator: exact against the CUDA
- *                                              toolkit's own calculator (cuda_occupancy.h) on 36
+ *                                              toolkit's own calculator (cuda_occupancy.h) on 37
  *                                              kernels on each of four devices' limits (H200,
  *                                              A100, L4, T4), and against the runtime's
  *                                              cudaOccupancyMaxActiveBlocksPerMultiprocessor for
  *                                              the real kernels of occupancy_kernels.cu (on a
  *                                              GPU, its own; on the CPU backend, under each
  *                                              EMU_DEVICE profile), on both backends
+ *                      step 2  stream_sum,     Little's law, on a GPU only: the exact sum and the
+ *                              knee_bytes_per_sm grid; 4 loads a thread in flight at least 2x
+ *                                              the bandwidth of 1, a float4 2x a float; the
+ *                                              bandwidth over 1 to 128 KB in flight an SM, and
+ *                                              the prediction within 2x of its knee
+ *                      step 3  budget_choose,  a launcher that reads its budget: on the CPU
+ *                              matmul_budget   backend under each EMU_DEVICE profile (on a GPU,
+ *                                              its own) a choice the device holds and a correct
+ *                                              result; every row of the table correct; on a GPU
+ *                                              within 10% of the fastest row at 4096^3
  *
  * The truth of step 1 is cudaOccMaxActiveBlocksPerMultiprocessor from cuda_occupancy.h, the
  * header-only calculator the CUDA toolkit ships in $(CUDA_HOME)/include (it is C as well as C++:
@@ -17,6 +27,7 @@
  * in a runner process; the judge computes the truth and compares (grade.h). */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +36,8 @@
 #include <cuda_runtime_api.h>
 
 #include "cuda_check.h"
+#include "flow.h"
+#include "gemm_family.h"
 #include "grade.h"
 #include "occupancy.h"
 
@@ -34,8 +47,9 @@
 /* ---- step 1: the configurations ------------------------------------------------------------
  *
  * Each names the rule it exercises (its `what`, which a wrong answer reports, so a learner sees
- * which rule they missed). The same 36 kernels go to each of the four devices: a limit that does
- * not bind on one binds on another (the T4's 1024 threads and 16 blocks an SM, the L4's 100 KiB). */
+ * which rule they missed). The same 37 kernels go to each of the four devices: a limit that
+ * does not bind on one binds on another (the T4's 1024 threads and 16 blocks an SM, the L4's
+ * 100 KiB). */
 struct config {
     const char *what;
     int threads, regs;
@@ -396,12 +410,587 @@ static void add_step1(Suite *s, int on_gpu)
     RUNTIME = grader_add(s, "runtime", runtime, rt, nrt, 60);
 }
 
+/* ---- step 2: Little's law (a GPU only) --------------------------------------------------------
+ *
+ * The inputs are small integers (-4 to 4), so every order of summation gives the exact sum in
+ * fp32 a thread and in double across them: the check is equality. The grid is read from what
+ * the launcher launched (launches.h): blocks_per_sm blocks for each SM, of `threads` threads.
+ * Then the measurements: a read stream of INFLIGHT_N floats (512 MiB, over eight times the
+ * H200's L2, and the L2 flushed before every timed run), timed at each configuration of a sweep
+ * of the bytes in flight an SM; and the load latency of latency.cu. Both in the runner, whose
+ * numbers the judge bounds before it uses them. */
+static const struct inflight SUM_CONFIGS[] = {
+    { 1, 1, 32, 1 }, { 2, 2, 64, 3 }, { 4, 4, 256, 2 }, { 8, 4, 128, 1 }, { 8, 1, 96, 2 },
+    { 4, 2, 1024, 1 }, { 1, 4, 512, 4 },
+};
+#define NSUM_CONFIGS ((int)(sizeof SUM_CONFIGS / sizeof SUM_CONFIGS[0]))
+static const size_t SUM_SIZES[] = { 1, 3, 4097, 1000003, (size_t)1 << 22 };
+#define NSUM_SIZES ((int)(sizeof SUM_SIZES / sizeof SUM_SIZES[0]))
+
+#define INFLIGHT_N ((size_t)1 << 27)
+
+/* The knee's sweep: float4 loads, from 1 to 128 KB in flight an SM, mostly by the warps of one
+ * block an SM, each step about 1.4x the one before. */
+static const struct inflight SWEEP[] = {
+    { 1, 4, 64, 1 },  { 2, 4, 64, 1 },  { 2, 4, 128, 1 }, { 2, 4, 192, 1 }, { 4, 4, 128, 1 },
+    { 4, 4, 192, 1 }, { 4, 4, 256, 1 }, { 4, 4, 384, 1 }, { 4, 4, 512, 1 }, { 4, 4, 768, 1 },
+    { 4, 4, 512, 2 }, { 4, 4, 768, 2 }, { 4, 4, 512, 4 },
+};
+#define NSWEEP ((int)(sizeof SWEEP / sizeof SWEEP[0]))
+#define KNEE_FRACTION 0.8   /* the knee: where the curve first reaches 80% of its top */
+#define KNEE_WITHIN 2.0     /* the prediction within 2x of it */
+#define INFLIGHT_GAIN 2.0   /* 4 loads over 1, and a float4 over a float, at least this */
+
+/* Small integers into a guarded input, from r: the same values in the judge and the runner. */
+static double fill_small_ints(float *d_in, size_t n, struct rng *r)
+{
+    float *h = xmalloc(n * sizeof *h);
+    double sum = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        h[i] = (float)((int)(rng_next(r) % 9) - 4);
+        if (h[i] == 0.0f)
+            h[i] = 1.0f; /* never zeros: a value dropped must change the sum */
+        sum += h[i];
+    }
+    to_device(d_in, h, n * sizeof *h);
+    free(h);
+    return sum;
+}
+
+static void describe_inflight(const struct inflight *c, char *buf, size_t len)
+{
+    snprintf(buf, len, "%d load%s of %d float%s a thread, %d threads, %d block%s an SM (%.0f B "
+             "in flight an SM)", c->loads, c->loads == 1 ? "" : "s", c->vec, c->vec == 1 ? "" : "s",
+             c->threads, c->blocks_per_sm, c->blocks_per_sm == 1 ? "" : "s",
+             inflight_bytes_per_sm(c));
+}
+
+static int SUM_CORRECT;
+
+START_TEST(sum_correct)
+{
+    int slot = SUM_CORRECT;
+    grade_split(); /* stream_sum in a runner, the checks here (grade.h) */
+    struct rng r = grade_rng(slot);
+    int sms = grader_device()->sms;
+    for (int z = 0; z < NSUM_SIZES; z++) {
+        size_t n = SUM_SIZES[z];
+        float *d_in = dbuf_alloc_input(n * sizeof(float), "d_in");
+        double *d_sum = dbuf_alloc(sizeof(double), "d_sum");
+        double want = fill_small_ints(d_in, n, &r);
+        for (int c = 0; c < NSUM_CONFIGS; c++) {
+            const struct inflight *cf = &SUM_CONFIGS[c];
+            struct launch_log log;
+            memset(&log, 0, sizeof log);
+            dbuf_poison(d_sum);
+            if (grade_role() != GRADE_JUDGE) {
+                launches_begin();
+                stream_sum(d_in, n, d_sum, cf);
+                gpu_sync();
+                launches_end(&log);
+            }
+            grade_exchange_buffers();
+            grade_exchange_bytes(&log, sizeof log);
+            launches_sanitize(&log);
+            if (grade_role() == GRADE_RUNNER)
+                continue;
+            char desc[160], guard[256];
+            describe_inflight(cf, desc, sizeof desc);
+            if (dbuf_check_guards(d_sum, guard, sizeof guard) != 0)
+                ck_abort_msg("n = %zu, %s: %s", n, desc, guard);
+            double got = 0.0;
+            to_host(&got, d_sum, sizeof got);
+            if (got != want) {
+                grade_hint(slot, "%s", got != got ? "*d_sum is still NaN, the poison: set it "
+                           "(cudaMemsetAsync on the default stream, before the kernel) and add "
+                           "every warp's sum to it" : "a sum off by some elements: the tail "
+                           "past the last whole batch of loads, or the n % vec floats past "
+                           "the last vector, is not summed, or summed twice");
+                ck_abort_msg("n = %zu, %s: sum %.17g, want %.17g", n, desc, got, want);
+            }
+            int found = 0;
+            for (int i = 0; log.recorded && i < log.n; i++)
+                found |= log.r[i].grid[0] == (unsigned)(cf->blocks_per_sm * sms) &&
+                          log.r[i].block[0] == (unsigned)cf->threads;
+            if (log.recorded && !found) {
+                char text[GRADE_TEXT];
+                launches_describe(&log, 0, "", sms, text, sizeof text);
+                grade_hint(slot, "the grid is blocks_per_sm blocks for each of the device's SMs "
+                           "(cudaDevAttrMultiProcessorCount), of c->threads threads: the bytes "
+                           "in flight an SM are what the configuration says only then");
+                ck_abort_msg("%s: the sum is right, but no launch of %d blocks of %d threads; "
+                             "launched: %s", desc, cf->blocks_per_sm * sms, cf->threads, text);
+            }
+        }
+        dbuf_free(d_in);
+        dbuf_free(d_sum);
+    }
+    if (grade_role() != GRADE_RUNNER)
+        grade_note(slot, "exact on %d sizes x %d configurations, grids as configured",
+                   NSUM_SIZES, NSUM_CONFIGS);
+    grade_split_end();
+}
+END_TEST
+
+/* One timed read stream: what gpu_time runs. */
+struct stream_run {
+    const float *d_in;
+    double *d_sum;
+    const struct inflight *c;
+};
+
+static void run_stream(void *ctx)
+{
+    const struct stream_run *sr = ctx;
+    stream_sum(sr->d_in, INFLIGHT_N, sr->d_sum, sr->c);
+}
+
+/* The bandwidth of each configuration of cs (GB/s) into gbs, timed in the runner and sent to
+ * the judge; the sum of every configuration's last timed run checked in the judge. */
+static void time_streams(const struct inflight *cs, int n, double *gbs, int slot)
+{
+    struct rng r = grade_rng(slot);
+    float *d_in = dbuf_alloc_input(INFLIGHT_N * sizeof(float), "d_in");
+    double *d_sum = dbuf_alloc(sizeof(double), "d_sum");
+    double want = fill_small_ints(d_in, INFLIGHT_N, &r);
+    for (int i = 0; i < n; i++) {
+        struct stream_run sr = { d_in, d_sum, &cs[i] };
+        struct timing t = { 0 };
+        dbuf_poison(d_sum);
+        if (grade_role() != GRADE_JUDGE)
+            t = gpu_time(run_stream, &sr, 2, 10);
+        grade_exchange_timing(&t);
+        grade_exchange_buffers();
+        gbs[i] = t.median_ms > 0 ? INFLIGHT_N * sizeof(float) / (t.median_ms * 1e6) : 0.0;
+        if (grade_role() == GRADE_RUNNER)
+            continue;
+        double got = 0.0;
+        to_host(&got, d_sum, sizeof got);
+        char desc[160];
+        describe_inflight(&cs[i], desc, sizeof desc);
+        ck_assert_msg(got == want, "n = %zu, %s, after timing: sum %.17g, want %.17g",
+                      INFLIGHT_N, desc, got, want);
+        ck_assert_msg(t.median_ms > 0, "%s: no time measured", desc);
+    }
+    dbuf_free(d_in);
+    dbuf_free(d_sum);
+}
+
+static int INFLIGHT;
+
+START_TEST(in_flight)
+{
+    int slot = INFLIGHT;
+    grade_split(); /* the stream timed in a runner, judged here */
+    static const struct inflight PAIRS[] = {
+        { 1, 4, 256, 1 }, { 4, 4, 256, 1 }, /* 4 loads in flight over 1 */
+        { 1, 1, 256, 1 }, { 1, 4, 256, 1 }, /* a float4 over a float */
+    };
+    double gbs[4];
+    time_streams(PAIRS, 4, gbs, slot);
+    if (grade_role() != GRADE_RUNNER) {
+        double loads = gbs[1] / gbs[0], vec = gbs[3] / gbs[2];
+        grade_note(slot, "at 1 block of 256 threads an SM: 4 float4 loads a thread %.0f GB/s = "
+                   "%.2fx 1 (needs %.1fx); a float4 %.0f GB/s = %.2fx a float (needs %.1fx)",
+                   gbs[1], loads, INFLIGHT_GAIN, gbs[3], vec, INFLIGHT_GAIN);
+        if (loads < INFLIGHT_GAIN)
+            grade_hint(slot, "the loads of a batch are in flight together only if none waits "
+                       "for another: load all c->loads values into registers first (an "
+                       "unrolled loop: LOADS a template parameter), and add them only after "
+                       "the last load");
+        ck_assert_msg(loads >= INFLIGHT_GAIN, "loads in flight: 4 float4 loads a thread "
+                      "%.0f GB/s, 1 load %.0f GB/s: %.2fx (needs %.1fx)", gbs[1], gbs[0], loads,
+                      INFLIGHT_GAIN);
+        if (vec < INFLIGHT_GAIN)
+            grade_hint(slot, "c->vec floats a load: one float4 (or float2) load instruction, "
+                       "not four float loads");
+        ck_assert_msg(vec >= INFLIGHT_GAIN, "vector width: a float4 a thread %.0f GB/s, a "
+                      "float %.0f GB/s: %.2fx (needs %.1fx)", gbs[3], gbs[2], vec,
+                      INFLIGHT_GAIN);
+        grade_summary("%.2fx with 4 loads in flight, %.2fx with a float4", loads, vec);
+    }
+    grade_split_end();
+}
+END_TEST
+
+/* Where the curve first reaches `fraction` of its top, in bytes an SM, interpolated between
+ * the two configurations around it on a log scale of the bytes; the first configuration's
+ * bytes when it is there already. */
+static double knee_of(const double *bytes, const double *gbs, int n, double top,
+                      double fraction)
+{
+    double level = fraction * top;
+    if (gbs[0] >= level)
+        return bytes[0];
+    for (int i = 1; i < n; i++)
+        if (gbs[i] >= level) {
+            double f = (level - gbs[i - 1]) / (gbs[i] - gbs[i - 1]);
+            return exp(log(bytes[i - 1]) + f * (log(bytes[i]) - log(bytes[i - 1])));
+        }
+    return bytes[n - 1];
+}
+
+static int KNEE;
+
+START_TEST(knee)
+{
+    int slot = KNEE;
+    grade_split(); /* the curve and the latency measured in a runner, judged here */
+    double gbs[NSWEEP], bytes[NSWEEP];
+    time_streams(SWEEP, NSWEEP, gbs, slot);
+    double top = 0.0;
+    for (int i = 0; i < NSWEEP; i++) {
+        bytes[i] = inflight_bytes_per_sm(&SWEEP[i]);
+        if (gbs[i] > top)
+            top = gbs[i];
+    }
+    /* the latency and your prediction, from the runner: {latency ns, predicted bytes} */
+    double got[2] = { 0.0, 0.0 };
+    int sms = grader_device()->sms;
+    if (grade_role() != GRADE_JUDGE) {
+        got[0] = load_latency_ns();
+        got[1] = knee_bytes_per_sm(top, got[0], sms);
+    }
+    grade_exchange_bytes(got, sizeof got);
+    if (grade_role() != GRADE_RUNNER) {
+        double latency = got[0], predicted = got[1];
+        ck_assert_msg(latency > 50.0 && latency < 1e5, "the load latency measured %g ns: not a "
+                      "latency of device memory (latency.cu is given: is it changed?)", latency);
+        double measured = knee_of(bytes, gbs, NSWEEP, top, KNEE_FRACTION);
+        char curve[GRADE_TEXT];
+        int used = 0;
+        for (int i = 0; i < NSWEEP && used < (int)sizeof curve - 24; i++)
+            used += snprintf(curve + used, sizeof curve - (size_t)used, "%s%.0fK %.0f",
+                             i ? ", " : "", bytes[i] / 1024, gbs[i]);
+        grade_note(slot, "predicted %.1f KB an SM, knee measured at %.1f KB (%.0f%% of the top, "
+                   "%.0f GB/s; load latency %.0f ns; GB/s by KB in flight an SM: %s)",
+                   predicted / 1024, measured / 1024, 100 * KNEE_FRACTION, top, latency, curve);
+        double ratio = predicted / measured;
+        if (!(ratio >= 1.0 / KNEE_WITHIN && ratio <= KNEE_WITHIN))
+            grade_hint(slot, "Little's law: bytes in flight = bandwidth x latency, over the "
+                       "device's SMs for a share an SM; GB/s x ns is bytes (1e9 x 1e-9)");
+        ck_assert_msg(ratio >= 1.0 / KNEE_WITHIN && ratio <= KNEE_WITHIN,
+                      "knee: predicted %.4g bytes an SM from %.0f GB/s and %.0f ns on %d SMs, "
+                      "measured %.4g: %.2fx (needs within %.0fx)", predicted, top, latency, sms,
+                      measured, ratio, KNEE_WITHIN);
+        grade_summary("knee predicted %.1f KB an SM, measured %.1f KB (%.2fx; needs within "
+                      "%.0fx)", predicted / 1024, measured / 1024, ratio, KNEE_WITHIN);
+    }
+    grade_split_end();
+}
+END_TEST
+
+static void add_step2(Suite *s, int on_gpu)
+{
+    static const char *const correct_title[] = { "correct: exact sums, every loads and vec, "
+                                                 "odd n; the grid as configured" };
+    static const char *const why = "graded on a GPU only: it measures the bandwidth and the "
+                                   "load latency of device memory, which the CPU backend does "
+                                   "not have";
+    static const char *const inflight_title = "in flight: 4 loads a thread over 1, a float4 "
+                                              "over a float";
+    static const char *const knee_title = "knee: the prediction within 2x of the measured knee";
+    if (!on_gpu) {
+        grader_skip(correct_title[0], why);
+        grader_skip(inflight_title, why);
+        grader_skip(knee_title, why);
+        return;
+    }
+    SUM_CORRECT = grader_add(s, "sum_correct", sum_correct, correct_title, 1, 120);
+    INFLIGHT = grader_add_timed(s, "in_flight", in_flight, inflight_title, 120);
+    KNEE = grader_add_timed(s, "knee", knee, knee_title, 180);
+}
+
+/* ---- step 3: a launcher that reads its budget ---------------------------------------------
+ *
+ * fits: budget_choose for each of FIT_SHAPES, in the runner; in the judge, what the device says
+ * of the row it names: its shared memory against sharedMemPerBlockOptin, and the blocks an SM
+ * the runtime's occupancy calculator gives it (after the opt-in) against the blocks its
+ * __launch_bounds__ promise. correct: matmul_budget on BUDGET_SHAPES under each profile (on the
+ * CPU backend; on a GPU, the GPU's shapes), and each row of the table on ROW_SHAPES. speed: each
+ * row the device holds, and matmul_budget, at 4096^3. */
+static const struct gemm_shape FIT_SHAPES[] = {
+    { 4096, 4096, 4096 }, { 1024, 1024, 1024 }, { 8192, 64, 8192 }, { 130, 257, 70 },
+    { 1, 1, 1 },
+};
+#define NFIT_SHAPES ((int)(sizeof FIT_SHAPES / sizeof FIT_SHAPES[0]))
+
+/* 1409 x 1411: 12 x 12 tiles of 128, a block for every SM of every profile, so the chosen row
+ * is the largest the profile holds; k = 37 keeps it quick on the CPU */
+static const struct gemm_shape BUDGET_CPU_SHAPES[] = {
+    { 1, 1, 1 }, { 67, 45, 131 }, { 1409, 37, 1411 },
+};
+#define NBUDGET_CPU_SHAPES ((int)(sizeof BUDGET_CPU_SHAPES / sizeof BUDGET_CPU_SHAPES[0]))
+static const struct gemm_shape BUDGET_GPU_SHAPES[] = {
+    { 1, 1, 1 }, { 31, 33, 35 }, { 67, 45, 131 }, { 130, 132, 260 }, { 1000, 999, 1001 },
+    { 3001, 517, 37 }, { 2048, 2048, 2048 },
+};
+static const struct flow_shapes BUDGET_SHAPES = { BUDGET_GPU_SHAPES, BUDGET_GPU_SHAPES, .n = 7 };
+/* k = 45 and 260: 3 and 17 steps of 16, 2 and 9 of 32: the ring wraps, the last step partial */
+static const struct gemm_shape ROW_SHAPES[] = {
+    { 31, 45, 36 }, { 67, 45, 131 }, { 130, 260, 132 },
+};
+#define NROW_SHAPES ((int)(sizeof ROW_SHAPES / sizeof ROW_SHAPES[0]))
+#define MAX_ROWS 16
+#define BUDGET_WITHIN 1.10  /* matmul_budget at most 1.10x the time of the fastest row */
+
+static const struct gemm_kind BUDGET_KIND = {
+    GEMM_FLOW, .input = GEMM_F32, .sampled = 1,
+    .guard_hint = "a store past the end of C: the stores of a tile that hangs over C's edge "
+                  "must be bounded by m and n",
+    .hint = "a row that fails under one profile only: the launch (a row the profile does not "
+            "hold), or the ring of stages (the stage a tile is read from must be the one its "
+            "copies went to, and a stage is refilled only after every thread is done with it)",
+};
+
+static const char *const BUDGET_PROFILES[] = { "h200", "a100", "l4", "t4" };
+#define NBUDGET_PROFILES ((int)(sizeof BUDGET_PROFILES / sizeof BUDGET_PROFILES[0]))
+
+static int nrows(void)
+{
+    return BUDGET_NUM_CONFIGS < MAX_ROWS ? BUDGET_NUM_CONFIGS : MAX_ROWS;
+}
+
+/* The blocks an SM of the current device holds of row c, with its shared memory opted in to;
+ * 0 when a block may not have that much here. */
+static int row_blocks(const struct budget_config *c)
+{
+    struct cudaDeviceProp prop;
+    int device, blocks = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+    if (c->smem_bytes > prop.sharedMemPerBlockOptin)
+        return 0;
+    if (c->smem_bytes > prop.sharedMemPerBlock)
+        CUDA_CHECK(cudaFuncSetAttribute(c->kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)c->smem_bytes));
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, c->kernel, c->threads,
+                                                             c->smem_bytes));
+    return blocks;
+}
+
+/* On the CPU backend, test _i runs under profile _i, set before any CUDA call (both roles). */
+static void budget_profile(int i)
+{
+    if (strcmp(grader_device()->backend, "cuda") != 0)
+        setenv("EMU_DEVICE", BUDGET_PROFILES[i], 1);
+}
+
+static int FITS;
+
+START_TEST(fits)
+{
+    budget_profile(_i);
+    grade_split(); /* budget_choose in a runner, the device's word here */
+    int slot = FITS + _i;
+    int got[NFIT_SHAPES];
+    memset(got, 0, sizeof got);
+    if (grade_role() != GRADE_JUDGE)
+        for (int j = 0; j < NFIT_SHAPES; j++)
+            got[j] = budget_choose(FIT_SHAPES[j].m, FIT_SHAPES[j].k, FIT_SHAPES[j].n);
+    grade_exchange_bytes(got, sizeof got);
+    if (grade_role() != GRADE_RUNNER) {
+        struct cudaDeviceProp prop;
+        CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+        char chosen[GRADE_TEXT] = "";
+        int used = 0;
+        for (int j = 0; j < NFIT_SHAPES; j++) {
+            const struct gemm_shape *sh = &FIT_SHAPES[j];
+            if (got[j] == -1) {
+                grade_hint(slot, "budget_choose returned -1: the TODO in step3_budget.cu, or "
+                           "no row was found to fit where the 64x64 one always does");
+                ck_abort_msg("%s: budget_choose(%d, %d, %d) = -1: no row chosen", prop.name,
+                             sh->m, sh->k, sh->n);
+            }
+            ck_assert_msg(got[j] >= 0 && got[j] < BUDGET_NUM_CONFIGS, "%s: budget_choose(%d, "
+                          "%d, %d) = %d: not a row of BUDGET_CONFIGS (0 to %d)", prop.name,
+                          sh->m, sh->k, sh->n, got[j], BUDGET_NUM_CONFIGS - 1);
+            const struct budget_config *c = &BUDGET_CONFIGS[got[j]];
+            if (c->smem_bytes > prop.sharedMemPerBlockOptin) {
+                grade_hint(slot, "a block may have at most sharedMemPerBlockOptin bytes of "
+                           "shared memory (cudaDevAttrMaxSharedMemoryPerBlockOptin), opted in "
+                           "or not: read it from the device");
+                ck_abort_msg("%s: for %dx%dx%d you chose %s, %zu bytes of shared memory a "
+                             "block; a block may have %zu here", prop.name, sh->m, sh->k, sh->n,
+                             c->name, c->smem_bytes, prop.sharedMemPerBlockOptin);
+            }
+            int blocks = row_blocks(c);
+            int promised = c->min_blocks > 1 ? c->min_blocks : 1;
+            if (blocks < promised) {
+                grade_hint(slot, "a block that fits is not enough: the SM must hold as many "
+                           "blocks as the row's __launch_bounds__ promise (its registers were "
+                           "capped for that many), by its shared memory with the driver's "
+                           "reserve, its registers and its warps: ask "
+                           "cudaOccupancyMaxActiveBlocksPerMultiprocessor, after the opt-in");
+                ck_abort_msg("%s: for %dx%dx%d you chose %s; an SM holds %d blocks of it, its "
+                             "__launch_bounds__ promise %d", prop.name, sh->m, sh->k, sh->n,
+                             c->name, blocks, promised);
+            }
+            if (used < (int)sizeof chosen - 64)
+                used += snprintf(chosen + used, sizeof chosen - (size_t)used, "%s%dx%dx%d %s",
+                                 j ? ", " : "", sh->m, sh->k, sh->n, c->name);
+        }
+        grade_note(slot, "%s", chosen);
+    }
+    grade_split_end();
+}
+END_TEST
+
+static int BUDGET_CORRECT;
+
+START_TEST(budget_correct)
+{
+    budget_profile(_i);
+    flow_correct_each(&BUDGET_KIND.kind, BUDGET_CORRECT + _i, BUDGET_CPU_SHAPES,
+                      NBUDGET_CPU_SHAPES, (flow_fn)matmul_budget, "matmul_budget", 0);
+}
+END_TEST
+
+static int ROW_INDEX[MAX_ROWS]; /* each row's test's context: the row */
+
+START_TEST(row_correct)
+{
+    const struct budget_config *c = &BUDGET_CONFIGS[*(const int *)grade_ctx()];
+    flow_correct_each(&BUDGET_KIND.kind, grade_slot(), ROW_SHAPES, NROW_SHAPES,
+                      (flow_fn)c->launch, c->name, 0);
+}
+END_TEST
+
+/* One timed GEMM: what gpu_time runs. */
+struct gemm_run {
+    void *p;
+    flow_fn fn;
+};
+
+static void run_gemm(void *ctx)
+{
+    const struct gemm_run *g = ctx;
+    gemm_launch(g->p, g->fn);
+}
+
+static int BUDGET_SPEED;
+
+START_TEST(budget_speed)
+{
+    int slot = BUDGET_SPEED;
+    grade_split(); /* every row and yours timed in a runner, judged here */
+    struct rng r = grade_rng(slot);
+    static const struct gemm_shape shape = { 4096, 4096, 4096 };
+    void *p = gemm_init(&BUDGET_KIND.kind, &shape);
+    if (grade_role() == GRADE_RUNNER)
+        gemm_fill_inputs(p, &r);
+    else
+        gemm_fill(p, &r);
+    /* yours, once, checked before anything is timed */
+    if (grade_role() != GRADE_JUDGE) {
+        gemm_launch(p, (flow_fn)matmul_budget);
+        gpu_sync();
+    }
+    grade_exchange_buffers();
+    if (grade_role() != GRADE_RUNNER)
+        gemm_check(p, slot, "matmul_budget (speed is graded once it is correct)");
+    int n = nrows(), best = -1;
+    struct timing t[MAX_ROWS], yours = { 0 };
+    for (int i = 0; i < n; i++) {
+        memset(&t[i], 0, sizeof t[i]);
+        if (row_blocks(&BUDGET_CONFIGS[i]) < 1)
+            continue; /* a row this device cannot run is no candidate */
+        struct gemm_run g = { p, (flow_fn)BUDGET_CONFIGS[i].launch };
+        gemm_poison(p);
+        if (grade_role() != GRADE_JUDGE)
+            t[i] = gpu_time(run_gemm, &g, 2, 10);
+        grade_exchange_timing(&t[i]);
+        grade_exchange_buffers();
+        if (grade_role() != GRADE_RUNNER) {
+            char what[96];
+            snprintf(what, sizeof what, "row %s after timing", BUDGET_CONFIGS[i].name);
+            gemm_check(p, slot, what);
+            if (best < 0 || t[i].median_ms < t[best].median_ms)
+                best = i;
+        }
+    }
+    struct gemm_run g = { p, (flow_fn)matmul_budget };
+    gemm_poison(p);
+    if (grade_role() != GRADE_JUDGE)
+        yours = gpu_time(run_gemm, &g, 2, 10);
+    grade_exchange_timing(&yours);
+    grade_exchange_buffers();
+    if (grade_role() != GRADE_RUNNER)
+        gemm_check(p, slot, "matmul_budget after timing");
+    gemm_free(p);
+    if (grade_role() != GRADE_RUNNER) {
+        ck_assert_msg(best >= 0 && yours.median_ms > 0, "no row of BUDGET_CONFIGS runs here");
+        double ratio = yours.median_ms / t[best].median_ms;
+        char rows[GRADE_TEXT] = "";
+        int used = 0;
+        for (int i = 0; i < n && used < (int)sizeof rows - 48; i++)
+            if (t[i].median_ms > 0)
+                used += snprintf(rows + used, sizeof rows - (size_t)used, "%s%s %.1f",
+                                 used ? ", " : "", BUDGET_CONFIGS[i].name,
+                                 gemm_rate(shape, t[i].median_ms, 1e12));
+        grade_note(slot, "yours %.1f TFLOP/s = %.2fx the time of the fastest row, %s (needs at "
+                   "most %.2fx); TFLOP/s by row: %s", gemm_rate(shape, yours.median_ms, 1e12),
+                   ratio, BUDGET_CONFIGS[best].name, BUDGET_WITHIN, rows);
+        if (ratio > BUDGET_WITHIN)
+            grade_hint(slot, "the row your launcher picks is not the fastest this device holds: "
+                       "prefer what keeps the most of k in flight (the deepest ring) among the "
+                       "rows the SM holds as promised, and a block for every SM");
+        ck_assert_msg(ratio <= BUDGET_WITHIN, "speed at 4096x4096x4096: yours %.3f ms, the "
+                      "fastest row %s %.3f ms: %.2fx (needs at most %.2fx)", yours.median_ms,
+                      BUDGET_CONFIGS[best].name, t[best].median_ms, ratio, BUDGET_WITHIN);
+        grade_summary("%.2fx the time of the fastest row (needs at most %.2fx)", ratio,
+                      BUDGET_WITHIN);
+    }
+    grade_split_end();
+}
+END_TEST
+
+static void add_step3(Suite *s, int on_gpu)
+{
+    static char ftitles[NBUDGET_PROFILES][320], ctitles[NBUDGET_PROFILES][160];
+    const char *ft[NBUDGET_PROFILES], *ct[NBUDGET_PROFILES];
+    int np = on_gpu ? 1 : NBUDGET_PROFILES;
+    for (int i = 0; i < np; i++) {
+        snprintf(ftitles[i], sizeof ftitles[i], "fits: the chosen row holds on %s%s",
+                 on_gpu ? grader_device()->name : "EMU_DEVICE=",
+                 on_gpu ? "" : BUDGET_PROFILES[i]);
+        snprintf(ctitles[i], sizeof ctitles[i], "correct 1x1x1, 67x45x131, 1409x37x1411, "
+                 "EMU_DEVICE=%s", BUDGET_PROFILES[i]);
+        ft[i] = ftitles[i];
+        ct[i] = ctitles[i];
+    }
+    FITS = grader_add(s, "fits", fits, ft, np, 60);
+    if (on_gpu)
+        flow_add_correct(s, &BUDGET_KIND.kind, &BUDGET_SHAPES, (flow_fn)matmul_budget,
+                         "matmul_budget");
+    else
+        BUDGET_CORRECT = grader_add(s, "budget_correct", budget_correct, ct, np, 300);
+    static char rtitles[MAX_ROWS][96];
+    for (int i = 0; i < nrows(); i++) {
+        const char *rt[1] = { rtitles[i] };
+        snprintf(rtitles[i], sizeof rtitles[i], "row %s: 31x45x36, 67x45x131, 130x260x132",
+                 BUDGET_CONFIGS[i].name);
+        ROW_INDEX[i] = i;
+        if (BUDGET_CONFIGS[i].smem_bytes > grader_device()->smem_per_block_optin)
+            grader_skip(rtitles[i], "more shared memory a block than this device has");
+        else
+            grader_add_ctx(s, "rows", row_correct, rt, 1, 120, &ROW_INDEX[i]);
+    }
+    BUDGET_SPEED = grader_add_timed(s, "budget_speed", budget_speed,
+                                    "speed at 4096x4096x4096: within 10% of the fastest row",
+                                    300);
+}
+
 static void add_tests(Suite *s)
 {
     const struct device_info *dev = grader_device();
     int on_gpu = strcmp(dev->backend, "cuda") == 0;
-    grader_step(1, OCC_STEPS[0].title);
-    add_step1(s, on_gpu);
+    if (grader_step(1, OCC_STEPS[0].title))
+        add_step1(s, on_gpu);
+    if (grader_step(2, OCC_STEPS[1].title))
+        add_step2(s, on_gpu);
+    if (grader_step(3, OCC_STEPS[2].title))
+        add_step3(s, on_gpu);
 }
 
 /* ---- the table: the calculator's answers, for the lesson's figure ---------------------------
@@ -409,9 +998,9 @@ static void add_tests(Suite *s)
  * grade --bench F writes, on either backend, what the toolkit's calculator (cuda_occupancy.h)
  * answers for a block of 256 threads, no shared memory, at each count of registers a thread, on
  * each of the four devices: the blocks and the warps an SM holds. Arithmetic, not a measurement:
- * its header says so (and names no device), and it needs no GPU. The columns are the bench's (chapter, kernel, shape,
- * ms, gbs, gflops, device; the kernel "occupancy:DEVICE", the shape "THREADSxREGS", the times
- * 0) and two more: blocks and warps. plots/09-occupancy.gp draws it. */
+ * its header says so (and names no device), and it needs no GPU. The columns are the bench's
+ * (chapter, kernel, shape, ms, gbs, gflops, device; the kernel "occupancy:DEVICE", the shape
+ * "THREADSxREGS", the times 0) and two more: blocks and warps. plots/09-occupancy.gp draws it. */
 static int bench(const char *path)
 {
     FILE *f = fopen(path, "w");

@@ -1,12 +1,19 @@
 /* occupancy.h: the contract of chapter 09, occupancy and cross-architecture tuning.
  *
  *   step 1  an occupancy calculator         blocks_per_sm        (step1_occupancy.cu)
+ *   step 2  Little's law                    stream_sum,          (step2_inflight.cu)
+ *                                           knee_bytes_per_sm
+ *   step 3  a launcher that reads its budget budget_choose,      (step3_budget.cu)
+ *                                           matmul_budget
  *
  * Given: the limits of four devices (devices.cu: OCC_DEVICES, and occ_device_query for the GPU
- * this runs on) and the kernels the grader asks the CUDA runtime about (occupancy_kernels.cu).
+ * this runs on), the kernels the grader asks the CUDA runtime about (occupancy_kernels.cu), and
+ * the load latency the grader measures for step 2 (latency.cu).
  *
  * Step 1 is graded on both backends (on the CPU backend, the runtime's answers under each
- * EMU_DEVICE profile). The grader, the bench and the book call only what is declared here. */
+ * EMU_DEVICE profile); step 2 on a GPU only (it is a measurement); step 3 on both (on the CPU
+ * backend under each EMU_DEVICE profile; its speed on a GPU only). The grader, the bench and the
+ * book call only what is declared here. */
 #ifndef OCCUPANCY_H
 #define OCCUPANCY_H
 
@@ -87,6 +94,69 @@ struct occ_kernel {
  * 0 when a block cannot run on d at all (too many threads, registers or shared memory). Pure
  * host code: no CUDA call. */
 int blocks_per_sm(const struct occ_kernel *k, const struct occ_device *d);
+
+/* ---- step 2: Little's law (step2_inflight.cu) -----------------------------------------------
+ *
+ * A streaming kernel whose bytes in flight an SM are its parameters. */
+struct inflight {
+    int loads;                     /* independent loads a thread issues before it uses any of
+                                    * them: 1, 2, 4 or 8 */
+    int vec;                       /* floats a load: 1, 2 or 4 (float, float2, float4) */
+    int threads;                   /* a block: a multiple of 32, from 32 to 1024 */
+    int blocks_per_sm;             /* the grid: this many blocks for each of the device's SMs */
+};
+
+/* What c keeps in flight on one SM: blocks_per_sm x threads x loads x vec x 4 bytes. Given. */
+double inflight_bytes_per_sm(const struct inflight *c);
+
+/* *d_sum = the sum of d_in[0..n-1], n >= 1, d_in 16-byte aligned. The grader's inputs are small
+ * integers, so every order of summation gives the same exact sum. A grid of
+ * blocks_per_sm x (the device's SMs) blocks of c->threads threads; each thread keeps c->loads
+ * loads of c->vec floats in flight. The launcher sets *d_sum itself (it is NaN before), launches
+ * on the default stream, checks the launch and returns without synchronising. */
+void stream_sum(const float *d_in, size_t n, double *d_sum, const struct inflight *c);
+
+/* Little's law: the bytes an SM must keep in flight to stream at gbs GB/s over the whole device
+ * when a load takes latency_ns to come back, on a device of sms SMs. Pure host code. */
+double knee_bytes_per_sm(double gbs, double latency_ns, int sms);
+
+/* Given (latency.cu): the latency of one load from device memory, in ns, measured by a single
+ * thread chasing pointers through a buffer larger than the L2, so that each load waits for the
+ * one before it. On the CPU backend it measures nothing and returns -1. */
+double load_latency_ns(void);
+
+/* ---- step 3: a launcher that reads its budget (step3_budget.cu) -----------------------------
+ *
+ * C = A * B in fp32, row-major, in device memory, as in chapter 04 (A m x k, B k x n, C m x n,
+ * any m, k, n >= 1), by chapter 04's 2D register-blocked kernel with its tile, its stages of
+ * shared memory and its __launch_bounds__ as template parameters, one instantiation a row of
+ * BUDGET_CONFIGS. */
+typedef void (*budget_fn)(const float *d_a, const float *d_b, float *d_c, int m, int k, int n);
+struct budget_config {
+    const char *name;              /* "128x128x16_s3": block tile BM x BN x BK, stages */
+    int bm, bn, bk, stages;
+    int threads;                   /* a block */
+    int min_blocks;                /* __launch_bounds__(threads, min_blocks): the blocks an SM
+                                    * the kernel was compiled to fit */
+    size_t smem_bytes;             /* dynamic shared memory a block: stages x (BM + BN) x BK x 4 */
+    const void *kernel;            /* for cudaFuncGetAttributes, cudaFuncSetAttribute and the
+                                    * occupancy calls */
+    budget_fn launch;              /* this configuration on any shape, opted in to its shared
+                                    * memory first where it needs more than 48 KiB; to be called
+                                    * only where the device holds it */
+};
+extern const struct budget_config BUDGET_CONFIGS[];
+extern const int BUDGET_NUM_CONFIGS;
+
+/* The row of BUDGET_CONFIGS that matmul_budget launches for this shape on the current device
+ * (the CPU backend's EMU_DEVICE profile, or the GPU): one that the device holds, read from the
+ * device (its SMs, shared memory a block with opt-in and an SM, registers), never assumed;
+ * -1 when none fits. */
+int budget_choose(int m, int k, int n);
+
+/* C = A * B with the configuration budget_choose picks: launched on the default stream, the
+ * launch checked, no synchronisation. */
+void matmul_budget(const float *d_a, const float *d_b, float *d_c, int m, int k, int n);
 
 /* ---- the steps, in order ------------------------------------------------------------------- */
 struct occ_step {
