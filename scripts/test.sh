@@ -11,7 +11,8 @@
 #      each solution passes its grader (every step of it), each starter fails it (no step
 #      passes), and each known-bug kernel (tests/mutants/) fails its step, with the symptom its
 #      patch names; make progress and the rows a grade keeps (tests/progress.sh); make bench's
-#      comparison with the committed measurements (tests/regress.sh); GRADE_TRACE's
+#      comparison with the committed measurements (tests/regress.sh); make predict's model
+#      (tests/predict.sh); GRADE_TRACE's
 #      milestones (tests/trace.sh); the variables
 #      a grade is given, checked before it builds (tests/vars.sh); the bound from outside on
 #      every grader, and the partial rows of a grade cut short (tests/bound.sh); the judge's
@@ -129,6 +130,7 @@ step "make progress reads the ladder from the results; make grade keeps what it 
 step "make grade refuses a bad CH, STEP, SOLUTIONS, BACKEND or SEED before it builds" tests/vars.sh
 step "a bench's rows against the committed ones: a rung 5% slower flagged, with both clocks" \
     tests/regress.sh
+step "make predict's model on inputs whose answers are worked out by hand" tests/predict.sh
 step "GRADE_TRACE: each test's milestones, in its judge and its runner" tests/trace.sh
 step "every grade is bounded from outside; a grade cut short is marked partial" tests/bound.sh
 step "the judge on a GPU runs what it times alone, the rest several at a time" tests/judge.sh
