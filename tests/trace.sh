@@ -15,8 +15,10 @@ out=$(cat "$tmp/trace" 2>/dev/null)
 expect "the grade passes, traced" "^0$" "$rc"
 expect "a test's start" "^[0-9]+\.[0-9]{6} solo [0-9]+ test 0: test start$" "$out"
 expect "the judge forks its runner" " judge [0-9]+ test [0-9]+: forked its runner$" "$out"
-expect "the runner hands its run over" " runner [0-9]+ test [0-9]+: ran the code under grading" "$out"
-expect "the judge's check" " judge [0-9]+ test [0-9]+: checked: waiting for the runner's end$" "$out"
+expect "the runner hands its run over" \
+    " runner [0-9]+ test [0-9]+: ran the code under grading" "$out"
+expect "the judge's check" \
+    " judge [0-9]+ test [0-9]+: checked: waiting for the runner's end$" "$out"
 starts=$(grep -c ': test start$' <<<"$out")
 ends=$(grep -c ': test end$' <<<"$out")
 expect "every test that starts ends ($starts started, $ends ended)" "^[1-9][0-9]* [1-9][0-9]*$" \

@@ -83,7 +83,8 @@ __device__ __forceinline__ float3 merge(int op, float3 a, float3 b)
 {
     if (op == SOFTMAX) {
         float m = fmaxf(a.x, b.x);
-        float s = (a.y == 0.f ? 0.f : a.y * exp2f(a.x - m)) + (b.y == 0.f ? 0.f : b.y * exp2f(b.x - m));
+        float s = (a.y == 0.f ? 0.f : a.y * exp2f(a.x - m)) +
+                  (b.y == 0.f ? 0.f : b.y * exp2f(b.x - m));
         return make_float3(m, s, 0.f);
     }
     if (op == RMSNORM)
@@ -400,7 +401,8 @@ static void run(int rows, int cols, int sms)
     CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, THREADS, 0));
     const int grid = per_sm * sms;
     if (grid < slices) {
-        printf("%dx%d: %d slices a row, more than the %d resident blocks\n", rows, cols, slices, grid);
+        printf("%dx%d: %d slices a row, more than the %d resident blocks\n", rows, cols, slices,
+               grid);
         return;
     }
     const T *cx = dx, *cw = dw, *cb = db;
@@ -446,7 +448,8 @@ static void run(int rows, int cols, int sms)
            "row, %3d blocks (%d an SM)  %.4f ms %6.0f GB/s  copy %.4f ms %6.0f GB/s  = %5.1f%%  "
            "worst rel err %.1e\n",
            OP_NAME[OP], sizeof(T) == 4 ? "f32" : "bf16", rows, cols, SLICE, THREADS, VECS,
-           RAW ? " held as loaded" : "", MINB, slices, grid, per_sm, ms, 2 * bytes / ms / 1e6, cms, 2 * bytes / cms / 1e6, 100 * cms / ms, worst);
+           RAW ? " held as loaded" : "", MINB, slices, grid, per_sm, ms, 2 * bytes / ms / 1e6, cms,
+           2 * bytes / cms / 1e6, 100 * cms / ms, worst);
     fflush(stdout);
     CK(cudaEventDestroy(e0));
     CK(cudaEventDestroy(e1));
