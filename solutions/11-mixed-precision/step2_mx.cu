@@ -51,6 +51,23 @@ static __device__ __forceinline__ float absmax4(float4 v)
     return fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
 }
 
+/* a thread's 16 elements from i (four 16-byte loads, all issued before any is used), their
+ * largest magnitude and whether any is a NaN or an infinity */
+static __device__ __forceinline__ void load16(const float *__restrict__ x, long long i, int n,
+                                              float4 (&v)[4], float &a, int &bad)
+{
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        v[k] = load4(x, i + 4 * k, n);
+    a = 0.0f;
+    bad = 0;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        a = fmaxf(a, absmax4(v[k]));
+        bad |= nonfinite4(v[k]);
+    }
+}
+
 /* the max and the OR over an aligned group of `lanes` lanes (8: a block of 32; 4: of 16) */
 static __device__ __forceinline__ void group_reduce(float &a, int &bad, int lanes)
 {
@@ -197,16 +214,9 @@ static __global__ void quantize_mx_kernel(const float *__restrict__ x, int n, in
     if (16 * (t - threadIdx.x % 32) >= n)
         return; /* the whole warp is past the end; otherwise every lane shuffles */
     float4 v[4];
-    float a = 0.0f;
-    int bad = 0;
-#pragma unroll
-    for (int k = 0; k < 4; k++)
-        v[k] = load4(x, i + 4 * k, n);
-#pragma unroll
-    for (int k = 0; k < 4; k++) {
-        a = fmaxf(a, absmax4(v[k]));
-        bad |= nonfinite4(v[k]);
-    }
+    float a;
+    int bad;
+    load16(x, i, n, v, a, bad);
     group_reduce(a, bad, MX_BLOCK / 16);
     int e = mx_exponent(a, FP4 ? E2M1_EMAX : E4M3_EMAX);
     if (i < n && t % (MX_BLOCK / 16) == 0)
@@ -379,16 +389,9 @@ static __global__ void quantize_nvfp4_kernel(const float *__restrict__ x, int n,
     if (i >= n)
         return;
     float4 v[4];
-    float a = 0.0f;
-    int bad = 0;
-#pragma unroll
-    for (int k = 0; k < 4; k++)
-        v[k] = load4(x, i + 4 * k, n);
-#pragma unroll
-    for (int k = 0; k < 4; k++) {
-        a = fmaxf(a, absmax4(v[k]));
-        bad |= nonfinite4(v[k]);
-    }
+    float a;
+    int bad;
+    load16(x, i, n, v, a, bad);
     uint32_t sb = bad ? 0x7fu : e4m3_of(a / 6.0f / g);
     scale[i / NVFP4_BLOCK] = (uint8_t)sb;
     float total = e4m3_value(sb) * g;
