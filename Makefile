@@ -52,7 +52,7 @@ CU_INC     = -Iharness -Ichapters/$(firstword $(filter $(CHAPTERS_ALL),$(subst /
 
 CHECK_LIBS := -Wl,-Bstatic -lcheck -lsubunit -Wl,-Bdynamic -lrt -lm -lpthread
 CUDART_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lpthread
-LDLIBS_cuda := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -Wl,--as-needed -lcublas -lcudart_static \
+LDLIBS_cuda := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -Wl,--as-needed -lcublas -lcublasLt -lcudart_static \
                $(CHECK_LIBS) -ldl
 CPPFLAGS_cuda := -I$(CUDA_HOME)/include
 
@@ -426,7 +426,7 @@ grade: deps-grade
 bench: deps-grade
 	@$(RUN_ENV) scripts/grade.sh --bench; s=$$?; \
 	files=$$(for c in $(CHAPTERS); do [ -s build/results/$$c.tsv ] && echo build/results/$$c.tsv; done); \
-	if [ -n "$$files" ] && ! scripts/regress.sh $$files; then \
+	if [ -n "$$files" ] && ! SIDE="$(SIDE)" scripts/regress.sh $$files; then \
 	  [ "$(REGRESSION_OK)" = 1 ] && echo "bench: REGRESSION_OK=1: the slower rungs allowed" || s=1; \
 	fi; exit $$s
 # on a GPU: measure each candidate configuration of the chapters that have them (04)
@@ -446,8 +446,12 @@ test: deps-test
 # caption names the device, driver and date of that file, "measured on this machine" if fresh.
 PLOT_DATA  ?= plots/data/h200
 FRESH_DATA ?= build/results
-PLOT_NAMES := $(patsubst plots/%.gp,%,$(filter-out plots/style.gp plots/roofline.gp,$(wildcard plots/*.gp)))
-PLOTS      := $(patsubst %,build/plots/%.pdf,$(PLOT_NAMES)) $(if $(wildcard plots/roofline.gp),build/plots/roofline.pdf)
+# (plots/predict.gp draws make predict's table, not a bench: its rule is with make predict's)
+PLOT_NAMES := $(patsubst plots/%.gp,%,$(filter-out plots/style.gp plots/roofline.gp plots/predict%.gp,\
+                $(wildcard plots/*.gp)))
+PLOTS      := $(patsubst %,build/plots/%.pdf,$(PLOT_NAMES)) \
+              $(if $(wildcard plots/roofline.gp),build/plots/roofline.pdf) \
+              $(if $(wildcard plots/predict.gp),build/plots/predict.pdf)
 
 # the names whose fresh data is newer than the committed, in one shell for all of them
 FRESHER := $(if $(wildcard $(FRESH_DATA)/*.tsv),$(shell for n in $(PLOT_NAMES); do \
@@ -476,9 +480,10 @@ build/plots/roofline.pdf: plots/roofline.gp plots/style.gp $(ROOFLINE_DATA) buil
 plots: deps-book $(PLOTS)
 
 # the chapters, then matter that reads as part of the book (the roofline), then appendices
-# (book/appendices.lua adds the interview questions and the hints before the drills)
+# (book/appendices.lua adds the interview questions and the hints before the drills); the time
+# model's appendix is book/predict.md with its tables filled in (build/book/predict.md)
 BOOK_SRC := book/metadata.yaml book/front.md $(wildcard chapters/*/README.md) \
-            book/roofline.md book/drills.md book/solutions.md book/back.md
+            book/roofline.md book/drills.md book/solutions.md build/book/predict.md book/back.md
 BOOK_FILTERS := book/include.lua book/measured.lua book/measure.lua book/appendices.lua \
                 book/design.lua
 
@@ -538,10 +543,33 @@ calibrate: profile-build
 # committed H200 benches, from the CPU backend's counts (the solutions' profile drivers) and
 # the ceilings in plots/data/h200/ceilings.tsv, against the measured times, beside a plain
 # roofline's error (scripts/predict.sh runs it, scripts/predict.awk is the model).
+# It writes the table to build/predict/predict.tsv (with summary.tsv and misses.tsv beside it)
+# and draws it, predicted against measured, into build/plots/predict.pdf (plots/predict.gp).
 PREDICT_CHAPTERS := $(filter 01-% 02-% 03-% 04-%,$(PROFILE_CHAPTERS))
 .PHONY: predict
 predict: build/programs.tsv $(foreach c,$(PREDICT_CHAPTERS),build/emu-prof/solutions/$c/profile)
 	@MAKE="$(MAKE)" scripts/predict.sh
+	@if command -v gnuplot > /dev/null; then \
+	  $(MAKE) --no-print-directory -s build/plots/predict.pdf && \
+	  echo "predict: the table in build/predict/predict.tsv, the plot in build/plots/predict.pdf"; \
+	else echo "predict: no gnuplot here: make plots draws build/plots/predict.pdf"; fi
+
+# The book's appendix and the plot read the model's table made from the committed counts,
+# $(PLOT_DATA)/predict-counts.tsv (a copy of the build/predict/counts.tsv make predict wrote), or
+# where none are committed, from those counts gathered here once (some minutes on the CPU).
+PREDICT_COUNTS := $(or $(wildcard $(PLOT_DATA)/predict-counts.tsv),build/predict/counts.tsv)
+build/predict/counts.tsv:
+	@echo "predict: gathering the CPU backend's counts of every rung into $@"
+	@MAKE="$(MAKE)" scripts/predict.sh $@ > /dev/null
+build/predict/predict.tsv: scripts/predict.awk scripts/predict.sh $(PLOT_DATA)/ceilings.tsv \
+    $(PREDICT_COUNTS) $(wildcard $(PLOT_DATA)/0[1-5]-*.tsv)
+	@PREDICT_COUNTS=keep PREDICT_OUT=$@ PREDICT_DATA=$(PLOT_DATA) \
+	  scripts/predict.sh $(PREDICT_COUNTS) > /dev/null
+build/plots/predict.pdf: plots/predict.gp plots/style.gp build/predict/predict.tsv
+	@mkdir -p $(@D)
+	gnuplot -e "data='build/predict/predict.tsv'; out='$@'" $<
+build/book/predict.md: book/predict.md scripts/predict.sh build/predict/predict.tsv
+	@PREDICT_DATA=$(PLOT_DATA) scripts/predict.sh --appendix $< $@
 
 # ---- report --------------------------------------------------------------------------------
 

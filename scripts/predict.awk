@@ -10,6 +10,10 @@
 #     chapter  rung  shape  predicted_ms  measured_ms  ratio  bound  roofline_ms  roofline_ratio
 # (ratio = predicted / measured), then the median absolute error |predicted - measured| /
 # measured and the worst ratio (the larger of ratio and 1 / ratio) of both models.
+# With -v summary=FILE it also writes those figures as a table (model, stat, value: rows,
+# median_error_pct, worst_off, misses_2x, and rows_counts and median_error_counts_pct for the
+# rows with counts), with -v misses_file=FILE the rows the model misses by more than 2x (chapter,
+# rung, shape, predicted_ms, measured_ms, ratio, bound): what the book's appendix quotes.
 #
 # The model. Counts scale from the small shape by the work ratio (the product of the shape's
 # dimensions); a GEMM's blocks by the ratio of m x n. A rung's time is the longest of these,
@@ -158,4 +162,33 @@ END {
     if (nc) printf "# the %d rows with counts (chapters 01 to 04): the model %.1f%%, " \
                    "the roofline %.1f%%\n", nc, 100 * median(cerr, nc), 100 * median(crerr, nc)
     printf "# rows the model misses by more than 2x: %d%s\n", misses, missed
+    if (summary != "") {
+        print "model", "stat", "value" > summary
+        print "model", "rows", n > summary
+        print "model", "median_error_pct", sprintf("%.2f", 100 * median(err, n)) > summary
+        print "model", "worst_off", sprintf("%.3f", off[w]) > summary
+        print "model", "misses_2x", misses + 0 > summary
+        print "roofline", "rows", n > summary
+        print "roofline", "median_error_pct", sprintf("%.2f", 100 * median(rerr, n)) > summary
+        print "roofline", "worst_off", sprintf("%.3f", roff[rw]) > summary
+        rm = 0; for (i = 1; i <= n; i++) if (roff[i] > 2) rm++
+        print "roofline", "misses_2x", rm > summary
+        if (nc) {
+            print "model", "rows_counts", nc > summary
+            print "model", "median_error_counts_pct", sprintf("%.2f", 100 * median(cerr, nc)) \
+                > summary
+            print "roofline", "median_error_counts_pct", sprintf("%.2f", 100 * median(crerr, nc)) \
+                > summary
+        }
+        close(summary)
+    }
+    if (misses_file != "") {
+        print "chapter", "rung", "shape", "predicted_ms", "measured_ms", "ratio", "bound" \
+            > misses_file
+        for (i = 1; i <= n; i++) if (off[i] > 2) {
+            split(row[i], f, "\t")
+            print f[1], f[2], f[3], f[4], f[5], f[6], f[7] > misses_file
+        }
+        close(misses_file)
+    }
 }

@@ -21,13 +21,89 @@
 # grid fills) comes from a `--run` of the rung.
 #
 # COUNTS.tsv (default build/predict/counts.tsv) is rewritten each run; PREDICT_COUNTS=keep
-# reads it as it is (to try the model without running the counts again).
+# reads it as it is (to try the model without running the counts again: the Makefile does so
+# with the committed counts, $PLOT_DATA/predict-counts.tsv, where they are committed).
+# The table goes to stdout and to PREDICT_OUT (default build/predict/predict.tsv, headed by
+# the benches' device, driver and latest date: the correlation plot, plots/predict.gp, draws
+# it), with summary.tsv (the error figures) and misses.tsv (the rows off by more than 2x)
+# beside it: what the book's appendix quotes.
+#
+#   scripts/predict.sh --appendix TEMPLATE OUT
+# writes the book's appendix OUT from TEMPLATE (book/predict.md), each line that is a marker
+# replaced by a table: <!-- predict: ceilings --> the ceilings with their units and sources
+# ($PREDICT_DATA/ceilings.tsv); <!-- predict: errors --> both models' median error, worst row
+# and rows off by more than 2x; <!-- predict: misses --> the rows the model misses by more
+# than 2x (from the summary.tsv and misses.tsv beside PREDICT_OUT).
 # Environment: MAKE; PREDICT_DATA (default plots/data/h200).
 set -uo pipefail
 counts=${1:-build/predict/counts.tsv}
 data=${PREDICT_DATA:-plots/data/h200}
 make_=${MAKE:-make}
 chapters="01-naive-matmul 02-coalesced-transpose 03-warp-divergence 04-shared-memory-tiling"
+
+if [[ ${1:-} == --appendix ]]; then
+    template=${2:?usage: scripts/predict.sh --appendix TEMPLATE OUT} out=${3:?}
+    dir=$(dirname "${PREDICT_OUT:-build/predict/predict.tsv}")
+    for f in "$data/ceilings.tsv" "$dir/summary.tsv" "$dir/misses.tsv" "$template"; do
+        [[ -s $f ]] || { echo "predict: $f is missing (make predict writes it)" >&2; exit 1; }
+    done
+    mkdir -p "$(dirname "$out")" || exit 1
+    awk -F'\t' -v ceilings="$data/ceilings.tsv" -v summary="$dir/summary.tsv" \
+        -v misses="$dir/misses.tsv" '
+        function rows(file, f,    line, n) {   # the rows of a table, header dropped
+            n = 0
+            while ((getline line < file) > 0)
+                if (line !~ /^#/ && ++n > 1) { f[n - 1] = line }
+            close(file)
+            return n > 0 ? n - 1 : 0
+        }
+        function md(s) { gsub(/\|/, "\\|", s); gsub(/\*/, "\\*", s); return s }
+        function pct(x) { return sprintf("%.1f%%", x) }
+        $0 == "<!-- predict: ceilings -->" {
+            n = rows(ceilings, c)
+            print "| ceiling | value | unit | source |"
+            print "|------|----:|--------|--------------------------|"
+            for (i = 1; i <= n; i++) {
+                split(c[i], x, "\t")
+                printf "| `%s` | %s | %s | %s |\n", x[1], x[2], md(x[3]), md(x[4])
+            }
+            next
+        }
+        $0 == "<!-- predict: errors -->" {
+            n = rows(summary, s)
+            for (i = 1; i <= n; i++) { split(s[i], x, "\t"); v[x[1], x[2]] = x[3] }
+            print "| | the model | the plain roofline |"
+            print "|---|---:|---:|"
+            printf "| rows (rung and shape) | %d | %d |\n", v["model", "rows"],
+                   v["roofline", "rows"]
+            printf "| median absolute error | %s | %s |\n", pct(v["model", "median_error_pct"]),
+                   pct(v["roofline", "median_error_pct"])
+            if (("model", "rows_counts") in v)
+                printf "| median absolute error, the %d rows with counts (chapters 01-04) " \
+                       "| %s | %s |\n", v["model", "rows_counts"],
+                       pct(v["model", "median_error_counts_pct"]),
+                       pct(v["roofline", "median_error_counts_pct"])
+            printf "| worst row, off by | %.2fx | %.2fx |\n", v["model", "worst_off"],
+                   v["roofline", "worst_off"]
+            printf "| rows off by more than 2x | %d | %d |\n", v["model", "misses_2x"],
+                   v["roofline", "misses_2x"]
+            next
+        }
+        $0 == "<!-- predict: misses -->" {
+            n = rows(misses, m)
+            if (!n) { print "*No row is off by more than 2x.*"; next }
+            print "| rung | shape | predicted ms | measured ms | ratio | bound |"
+            print "|----------------|------------|------:|------:|----:|------|"
+            for (i = 1; i <= n; i++) {
+                split(m[i], x, "\t")
+                printf "| %s %s | %s | %s | %s | %s | %s |\n", substr(x[1], 1, 2), x[2],
+                       x[3], x[4], x[5], x[6], x[7]
+            }
+            next
+        }
+        { print }' "$template" > "$out.tmp" && mv "$out.tmp" "$out" || exit 1
+    exit 0
+fi
 
 # the shape a rung's counts are gathered on, for bench shape $2 of chapter $1
 small_shape() {
@@ -110,4 +186,19 @@ if [[ ${PREDICT_COUNTS:-} != keep ]]; then
     [[ $status -eq 0 ]] || exit 1
 fi
 [[ -s $counts ]] || { echo "predict: no counts in $counts" >&2; exit 1; }
-awk -f scripts/predict.awk "$data/ceilings.tsv" "$counts" "$data"/0[1-5]-*.tsv
+table=${PREDICT_OUT:-build/predict/predict.tsv}
+dir=$(dirname "$table")
+mkdir -p "$dir" || exit 1
+benches=("$data"/0[1-5]-*.tsv)
+{
+    # where the measured times come from: the benches' device and driver, their latest date
+    awk '/^# device: / && !d { print; d = 1 } /^# driver: / && !r { print; r = 1 }
+         /^# date: / && $3 > date { date = $3 }
+         END { if (date) print "# date: " date }' "${benches[@]}"
+    echo "# the model (scripts/predict.awk) of each rung against its committed bench:" \
+         "counts from $counts, ceilings from $data/ceilings.tsv"
+    awk -v summary="$dir/summary.tsv" -v misses_file="$dir/misses.tsv" -f scripts/predict.awk \
+        "$data/ceilings.tsv" "$counts" "${benches[@]}" || exit 1
+} > "$table.tmp" || { rm -f "$table.tmp"; exit 1; }
+mv "$table.tmp" "$table" || exit 1
+grep -v '^# \(device\|driver\|date\|the model\)' "$table"

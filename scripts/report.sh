@@ -13,9 +13,15 @@
 #                the model they are; on a GPU Nsight Compute's, where make profile BACKEND=cuda
 #                runs it (where ncu is missing, profile.sh says so and gives the model)
 #   time         on a GPU only: the grader's bench (grade --bench) into build/report/NN/bench.tsv,
-#                a table with each rung's speedup over the first rung of its shape, and the
-#                chapter's own plot script (plots/NN-slug.gp) drawn from those rows; on the CPU
-#                backend the report says timings are real on a GPU only and shows none
+#                under scripts/clocks.sh (the SM clock and power sampled while it ran), a table
+#                with each rung's speedup over the first rung of its shape, a table with each
+#                rung against the library of its shape (cuBLAS, CUB, the copy kernel: the rows
+#                the bench measures beside the rungs) and its share of the roof (the copy
+#                kernel's bandwidth and the library's rate, the best of this run, else of the
+#                committed H200 measurements), and the chapter's own plot script
+#                (plots/NN-slug.gp) drawn from those rows, its caption naming the device, driver,
+#                clocks and date; on the CPU backend the report says timings are real on a GPU
+#                only and shows none
 #   source       the step's file (stepK_*.cu), or every file the learner writes (the names in
 #                solutions/NN-slug/), from chapters/ or, with SOLUTIONS=1, solutions/
 #   rationale    the learner's notes beside the kernel: NOTES-stepK.md for STEP=k, NOTES.md
@@ -27,6 +33,11 @@
 # of its steps (the step files stepK_*.cu number them: "one numbered file per step").
 # Environment, from the Makefile: CHAPTERS, CHAPTERS_ALL, CH, STEP, SIDE, BACKEND, MAKE,
 # PROFILE_CHAPTERS, SEED. REPORT_NO_PROFILE=1 leaves the profile out (a faster report).
+# A dry run of the GPU path on a machine without one (tests/report.sh) replaces its parts:
+#   GPU_PROBE=command   whether a GPU answers, as build/cuda/probe does (its output is the
+#                       probe's); passed on to scripts/profile.sh, as NCU=path is
+#   PROGRAMS=manifest   where the graders lie (scripts/programs.sh): the bench's grader
+#   REPORT_GRADE=cmd    the grade step (default scripts/grade.sh, given the same environment)
 # Exit status: 0 when the PDF was built (whatever the grader's verdicts), 1 when it was not, 2
 # for a variable refused.
 set -uo pipefail
@@ -106,7 +117,19 @@ scripts/deps.sh book || exit 1
 source scripts/backend.sh
 backend=${BACKEND:-auto}
 device=
-if choose_backend report; then
+if [[ -n ${GPU_PROBE:-} && $backend != emu ]]; then
+    check_backend_name report
+    if probe_out=$($GPU_PROBE 2>&1); then
+        backend=cuda
+        device=$(probe_describe "$probe_out")
+    elif [[ $backend == cuda ]]; then
+        echo "report: BACKEND=cuda, but no GPU answered: $probe_out" >&2
+        exit 1
+    else
+        backend=emu
+        echo "report: no GPU answered: $probe_out."
+    fi
+elif choose_backend report; then
     :
 fi
 if [[ $backend == cuda ]]; then
@@ -130,8 +153,9 @@ nparts=2
 [[ $backend == cuda ]] && nparts=3
 echo
 echo "report: [1/$nparts] grading (make grade CH=$nn${step:+ STEP=$step}$([[ $side == solutions ]] && echo ' SOLUTIONS=1'))"
+# shellcheck disable=SC2086 # REPORT_GRADE: a command's words
 GRADE_TSV=$work/grade.tsv CHAPTERS=$c STEP=$step SIDE=$side BACKEND=$backend MAKE=$make_ \
-    scripts/grade.sh 2>&1 | tee "$work/grade.log"
+    ${REPORT_GRADE:-scripts/grade.sh} 2>&1 | tee "$work/grade.log"
 grade_status=${PIPESTATUS[0]}
 [[ -s $work/grade.tsv ]] || : > "$work/grade.tsv"
 seed=$(awk -F'\t' 'NR > 1 && $8 != "" { print $8; exit }' "$work/grade.tsv")
@@ -166,6 +190,57 @@ to_ascii() { iconv -f UTF-8 -t ASCII//TRANSLIT 2>/dev/null || LC_ALL=C tr -cd '\
 to_ascii < "$work/grade.log" > "$work/grade.txt"
 
 # ---- 3. on a GPU: time and speedup ----------------------------------------------------------------
+# library_table BENCH.tsv: Markdown, a row a rung: its time against the library row of its shape
+# (kernel cublas, copy, cub or *_cub: what the bench measured beside it) and its share of the
+# roof, min(bandwidth x intensity, peak) for a rung with FLOPs, the bandwidth for one without:
+# the copy kernel's best GB/s and the library's best GFLOP/s in this run, else in the committed
+# H200 measurements (PLOT_DATA)
+library_table() {
+    local data=${PLOT_DATA:-plots/data/h200}
+    awk -F'\t' -v committed_copy="$data/02-coalesced-transpose.tsv" \
+        -v committed_gemm="$data/04-shared-memory-tiling.tsv" '
+        function lib(k) { return k == "cublas" || k == "cub" || k ~ /_cub$/ || k == "copy" ||
+                                 k ~ /^copy_/ }
+        function best_of(file, kernel, col,    line, f, b) {
+            b = 0
+            while ((getline line < file) > 0) {
+                split(line, f, "\t")
+                if (f[2] == kernel && f[col] + 0 > b) b = f[col] + 0
+            }
+            close(file)
+            return b
+        }
+        /^#/ || $1 == "chapter" { next }
+        {
+            n++; k[n] = $2; s[n] = $3; ms[n] = $4; gbs[n] = $5; gf[n] = $6
+            if (lib($2) && !(($3) in libms)) { libms[$3] = $4; libk[$3] = $2 }
+            if ($2 ~ /^copy/ && $5 > bw) bw = $5
+            if (lib($2) && $2 !~ /^copy/ && $6 > peak) peak = $6
+        }
+        END {
+            bw_from = "this run"; peak_from = "this run"
+            if (!bw) { bw = best_of(committed_copy, "copy", 5)
+                       bw_from = "the committed H200 copy" }
+            if (!peak) { peak = best_of(committed_gemm, "cublas", 6)
+                         peak_from = "the committed H200 cuBLAS SGEMM" }
+            print "| kernel | shape | ms | x library | share of the roof |"
+            print "|------------|------------|------|----------------|----------|"
+            for (i = 1; i <= n; i++) {
+                x = (s[i] in libms && ms[i] > 0) ? sprintf("%.2fx %s", libms[s[i]] / ms[i],
+                                                           libk[s[i]]) : "--"
+                roof = ""
+                if (gf[i] > 0 && gbs[i] > 0 && bw > 0 && peak > 0) {
+                    r = bw * gf[i] / gbs[i]; if (r > peak) r = peak
+                    roof = sprintf("%.0f%%", 100 * gf[i] / r)
+                } else if (gbs[i] > 0 && bw > 0) roof = sprintf("%.0f%% of bandwidth",
+                                                                100 * gbs[i] / bw)
+                printf "| `%s` | %s | %s | %s | %s |\n", k[i], s[i], ms[i], x, roof ? roof : "--"
+            }
+            printf "\n*x library: the library row of the same shape, time over time (above 1, " \
+                   "faster than it). The roof: %.0f GB/s (%s) and %.0f GFLOP/s (%s).*\n",
+                   bw, bw_from, peak, peak_from
+        }' "$1"
+}
 bench=none
 if [[ $backend == cuda ]]; then
     # shellcheck source=scripts/programs.sh
@@ -176,8 +251,10 @@ if [[ $backend == cuda ]]; then
     echo
     if [[ -n $bin && " $(grader_modes "$bin") " == *" bench "* ]]; then
         echo "report: [3/3] measuring every rung ($bin --bench $work/bench.tsv)"
-        if bounded "$c" "$bin" --bench "$work/bench.tsv" && [[ -s $work/bench.tsv ]]; then
+        if bounded "$c" scripts/clocks.sh "$work/bench.tsv" "$bin" --bench "$work/bench.tsv" &&
+           [[ -s $work/bench.tsv ]]; then
             bench=table
+            library_table "$work/bench.tsv" > "$work/library.md"
             if [[ -f plots/$c.gp ]] && command -v gnuplot >/dev/null &&
                gnuplot -e "data='$work/bench.tsv'; out='$work/bench.pdf'" "plots/$c.gp" 2>"$work/gnuplot.err" &&
                [[ -s $work/bench.pdf ]]; then
@@ -304,8 +381,18 @@ shape (the chapter's given baseline where the rung table starts with it).
 :::
 
 EOF
+            echo "Against the library and the roof:"
+            echo
+            cat "$work/library.md"
+            echo
+            # the caption: device, driver, clocks and date of the run, from the file's header
+            where=$(awk '/^# device: / { d = substr($0, 11) } /^# driver: / { v = substr($0, 11) }
+                         /^# date: / { t = substr($0, 9) } /^# clocks: / { c = substr($0, 11) }
+                         !/^#/ { exit }
+                         END { printf "%s, driver %s, %s; clocks: %s", d, v, t,
+                                      c ? c : "not recorded" }' "$work/bench.tsv")
             [[ $bench == plot ]] && printf '![The rungs measured on %s, drawn by plots/%s.gp from this run'"'"'s rows.](%s)\n\n' \
-                "$(sed -n 's/^# device: //p' "$work/bench.tsv" | head -1)" "$c" "$work/bench.pdf"
+                "$where" "$c" "$work/bench.pdf"
             ;;
         failed) echo "The bench did not finish on this GPU: no timings (the terminal's output says why)." ;;
         no-mode) echo "This chapter's grader has no bench: it measures nothing to compare." ;;

@@ -65,6 +65,42 @@ expect "the summary: the median error of 0.5, 1, 0 and 0 is 25%, the worst rung 
     "$summary" "$out"
 expect "rows off by more than 2x: none (2.00x is not more)" \
     "^# rows the model misses by more than 2x: 0$" "$out"
+# the summary and the misses as tables (-v summary=, -v misses_file=), with one rung 4x off
+sed 's/^\(02-test\tlaunch\t1000\t\)5\t/\120\t/' "$tmp/bench.tsv" > "$tmp/bench4.tsv"
+mkdir -p "$tmp/predict"
+awk -v summary="$tmp/predict/summary.tsv" -v misses_file="$tmp/predict/misses.tsv" \
+    -f scripts/predict.awk "$tmp/ceilings.tsv" "$tmp/counts.tsv" "$tmp/bench4.tsv" > /dev/null
+s=$(cat "$tmp/predict/summary.tsv" 2>/dev/null)
+expect "summary.tsv: the rows" "^model${t}rows${t}4$" "$s"
+expect "summary.tsv: the median error of 0.5, 1, 0 and 0.75 is 62.5%" \
+    "^model${t}median_error_pct${t}62\.50$" "$s"
+expect "summary.tsv: the worst row 4x off" "^model${t}worst_off${t}4\.000$" "$s"
+expect "summary.tsv: one row off by more than 2x" "^model${t}misses_2x${t}1$" "$s"
+expect "summary.tsv: the roofline beside it" "^roofline${t}median_error_pct${t}" "$s"
+m=$(cat "$tmp/predict/misses.tsv" 2>/dev/null)
+expect "misses.tsv: the launch-bound rung, 5 ms predicted for 20 measured" \
+    "^02-test${t}launch${t}1000${t}5${t}20${t}0\.25${t}launch$" "$m"
+expect "misses.tsv: that row alone" "^2$" "$(wc -l <<<"$m")"
+# the appendix: each marker line replaced by its table, the rest as it was
+printf '%s\n' "# A" "" "text" "<!-- predict: ceilings -->" "<!-- predict: errors -->" \
+    "<!-- predict: misses -->" > "$tmp/template.md"
+mkdir -p "$tmp/data" && cp "$tmp/ceilings.tsv" "$tmp/data/ceilings.tsv"
+PREDICT_DATA=$tmp/data PREDICT_OUT=$tmp/predict/predict.tsv \
+    scripts/predict.sh --appendix "$tmp/template.md" "$tmp/appendix.md"
+expect "the appendix is written" "^0$" "$?"
+a=$(cat "$tmp/appendix.md" 2>/dev/null)
+expect "the text around the markers stays" "^text$" "$a"
+refute "no marker is left" "<!-- predict" "$a"
+expect "the ceilings: a row each, value, unit and source" \
+    "^\| \`dram\` \| 100 \| u \| a test's own \|$" "$a"
+expect "the errors: the median of both models" "^\| median absolute error \| 62\.5% \| " "$a"
+expect "the errors: the rows off by more than 2x" "^\| rows off by more than 2x \| 1 \| " "$a"
+expect "the misses: the launch-bound rung" \
+    "^\| 02 launch \| 1000 \| 5 \| 20 \| 0\.25 \| launch \|$" "$a"
+PREDICT_DATA=$tmp/none PREDICT_OUT=$tmp/predict/predict.tsv \
+    scripts/predict.sh --appendix "$tmp/template.md" "$tmp/appendix2.md" 2>/dev/null
+expect "without the ceilings the appendix is refused" "^1$" "$?"
+
 # a table without the SM count is refused
 grep -v '^sms' "$tmp/ceilings.tsv" > "$tmp/bad.tsv"
 out=$(awk -f scripts/predict.awk "$tmp/bad.tsv" "$tmp/counts.tsv" "$tmp/bench.tsv" 2>&1)

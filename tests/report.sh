@@ -3,8 +3,11 @@
 # references): the PDF is built, holds every section (the run's facts on its first page, the
 # grader's verdicts, the profile labelled as the model, the GPU-only timings said so, the
 # step's source listing, the request for the missing notes), the terminal says where to write
-# the notes, nothing lands outside build/; and a bad CH or STEP is refused before anything is
-# built. About 15 s once the chapter's graders are built (make test has built them by then).
+# the notes, nothing lands outside build/; a bad CH or STEP is refused before anything is
+# built; and the GPU path as a dry run (a stand-in probe and a stand-in bench, the grade on the
+# CPU backend): the bench under scripts/clocks.sh, its speedups, the rungs against the library
+# and the roof, the figure's caption with the device, driver, date and clocks. About 30 s once
+# the chapter's graders are built (make test has built them by then).
 set -uo pipefail
 make_=${MAKE:-make}
 status=0
@@ -125,6 +128,72 @@ if grep -qx '### My bottleneck' <<<"$notes" && grep -qF '*strided*' <<<"$notes";
     ok "the notes, when there, go in as Markdown under the report's heading"
 else fail "book/report.lua does not set the notes in:"; echo "$notes" | sed 's/^/      /'; fi
 rm -rf build/report/test
+
+# ---- the GPU path, as a dry run: a stand-in GPU, a stand-in bench ------------------------------
+# the probe answers as build/cuda/probe does; the chapter's grader for the GPU is a script that
+# says it has a bench and writes rows; the grade itself runs on the CPU backend
+gpu=build/report/test-gpu
+rm -rf "$gpu" && mkdir -p "$gpu"
+printf '%s\n' '#!/bin/sh' \
+    'printf "name\tcc\tsms\tdriver\tcuda_driver\truntime\tmemory_mib\tl2_kib\n"' \
+    'printf "Stand-in GPU\t9.0\t132\tnot-a-driver\t0.0\t0.0\t0\t0\n"' > "$gpu/probe"
+cat > "$gpu/grade" <<'STANDIN'
+#!/usr/bin/env bash
+# a stand-in grader for the GPU: --describe says it benches, --bench FILE writes rows
+t=$'\t'
+case $1 in
+    --describe) printf 'chapter\t03-warp-divergence\nmodes\tgrade bench\n' ;;
+    --bench)
+        {
+            echo "# device: Stand-in GPU"
+            echo "# driver: not-a-driver, CUDA driver 0.0, runtime 0.0"
+            echo "# date: 2000-01-01"
+            echo "chapter${t}kernel${t}shape${t}ms${t}gbs${t}gflops${t}device"
+            for r in "process:divergent 2.000 100 50" "process:remapped 1.000 200 100" \
+                     "copy 0.500 400 0"; do
+                read -r k ms g f <<<"$r"
+                echo "03-warp-divergence${t}$k${t}4096${t}$ms${t}$g${t}$f${t}Stand-in GPU"
+            done
+        } > "$2" ;;
+    *) exit 2 ;;
+esac
+STANDIN
+chmod +x "$gpu/probe" "$gpu/grade"
+awk -F'\t' -v OFS='\t' -v g="$gpu/grade" \
+    '$1 == "grade" && $2 == "solution" && $3 == "03-warp-divergence" && $5 == "cuda" { $6 = g }
+     { print }' build/programs.tsv > "$gpu/programs.tsv"
+rm -f "$pdf"
+if GPU_PROBE=$gpu/probe PROGRAMS=$gpu/programs.tsv REPORT_NO_PROFILE=1 \
+   REPORT_GRADE="env BACKEND=emu scripts/grade.sh" \
+   $make_ --no-print-directory -s report CH=$ch STEP=$step SOLUTIONS=1 BACKEND=cuda > "$log" 2>&1
+then ok "the GPU path, dry run: make report CH=$ch STEP=$step SOLUTIONS=1 BACKEND=cuda"
+else fail "the GPU path's dry run failed:"; tail -n 30 "$log"; fi
+if grep -q "^report: \[3/3\] measuring every rung ($gpu/grade --bench" "$log"; then
+    ok "the GPU path runs the chapter's bench"
+else fail "the GPU path did not run the bench:"; tail -n 20 "$log"; fi
+if grep -q '^# clocks: ' build/report/$ch/bench.tsv 2>/dev/null; then
+    ok "the bench ran under scripts/clocks.sh: $(grep '^# clocks' build/report/$ch/bench.tsv)"
+else fail "build/report/$ch/bench.tsv has no clocks line"; fi
+if [[ -s $pdf ]]; then
+    text=$(pdftotext -layout "$pdf" - | tr -s ' \n' ' ')
+    page1=$(pdftotext -layout -f 1 -l 1 "$pdf" - | tr -s ' \n' ' ')
+    has "the GPU backend on the first page" "backend cuda: the kernels ran on a GPU" page1
+    has "the stand-in GPU on the first page" "device Stand-in GPU" page1
+    has "the bench's section, not the CPU backend's note" "bench on this GPU (grade --bench"
+    has "each rung's speedup over the first" "2.00x over process:divergent"
+    has "the rungs against the library" "process:divergent 4096 2.000 0.25x copy"
+    has "a rung without FLOPs: its share of the bandwidth" "100% of bandwidth"
+    has "a rung with FLOPs: its share of the roof (200 GB/s x 0.5 FLOP/B of 400)" \
+        "process:remapped 4096 1.000 0.50x copy 50%"
+    has "the roof's source" "The roof: 400 GB/s (this run)"
+    if pdftotext "$pdf" - | tr -s ' \n' ' ' |
+       grep -qE "The rungs measured on Stand-in GPU, driver not-a-driver.*2000-01-01; clocks:"
+    then ok "the figure's caption names the device, driver, date and clocks"
+    else fail "the figure's caption lacks the device, driver, date or clocks"; fi
+else
+    fail "the GPU path's dry run wrote no $pdf"
+fi
+rm -rf "$gpu"
 
 # nothing generated outside build/
 after=$(outside)
