@@ -20,20 +20,23 @@
  *     1024 < cols <= 32768  a block a row, the row held in registers: 32 values a thread,
  *                           as few threads as that needs (up to 1024), so that each thread
  *                           has several 16-byte loads in flight
- *     32768 < cols <= 65536, bf16 rows 16-byte aligned: a block a row, the row held as it
- *                           was loaded, 64 bf16 a thread in 32 registers, widened on each of
- *                           three passes (max, sum, outputs), the exponential taken twice
- *     32768 < cols <= 65536, fp32 rows 16-byte aligned, a GPU that launches clusters (sm_90):
- *                           a cluster of 2 blocks a row (where it measured faster than
- *                           streaming: the cluster launcher says why no more), the row held
- *                           in their registers, 32
- *                           values a thread. Each block reduces its (max, sum) pair as the
- *                           block kernel does and leaves it in its shared memory; after the
- *                           cluster's barrier every thread reads the C pairs through
- *                           distributed shared memory and merges them. One read of the row,
+ *     longer rows, 16-byte aligned, on a GPU with cooperative launch: the row split across
+ *                           persistent blocks (the split kernel says how), each holding a slice
+ *                           of 8192 values in registers and exchanging (max, sum) pairs with
+ *                           the row's other slices through the scratch. One read of the row,
  *                           one write, like the shorter rows.
- *     longer rows, or rows a cluster cannot take (and on the CPU backend, which launches no
- *                           clusters): a block a row that does not hold it. The first pass
+ *     32768 < cols <= 65536, bf16 rows 16-byte aligned, where the rows are not split (the CPU
+ *                           backend): a block a row, the row held as it was loaded, 64 bf16 a
+ *                           thread in 32 registers, widened on each of three passes (max, sum,
+ *                           outputs), the exponential taken twice
+ *     32768 < cols <= 65536, fp32 rows 16-byte aligned, where the rows are not split but the
+ *                           GPU launches clusters (sm_90): a cluster of 2 blocks a row, the
+ *                           row held in their registers, 32 values a thread. Each block reduces
+ *                           its (max, sum) pair as the block kernel does and leaves it in its
+ *                           shared memory; after the cluster's barrier every thread reads the
+ *                           C pairs through distributed shared memory and merges them.
+ *     the other rows (and the CPU backend's longer rows): a block a row that does not hold
+ *                           it. The first pass
  *                           streams the row through the online update (per thread: every 16
  *                           values merged into a running (max, sum)), the second reads it
  *                           again for the outputs. 3 passes of traffic instead of 2: at most
@@ -57,7 +60,8 @@
  *   (0 / 0), as in PyTorch; the contract does not define it.
  * Expect on an H200 (copy ~4 TB/s): close to copy for rows from 256 to 32768 columns (the
  *   goal is 90%; PyTorch's softmax measured 63% of copy there), about twice the three-pass
- *   baseline; ~60-67% of copy for the re-read rows beyond 32768. Below ~128 columns (f32) a
+ *   baseline; split rows beyond 32768 lose a little to each slice's wait for its row, most
+ *   where a row has many slices. Below ~128 columns (f32) a
  *   warp a row leaves lanes idle and the rows' tails dominate. */
 #include <math.h>
 #include <stdint.h>
@@ -543,6 +547,79 @@ softmax_cluster_kernel(const T *__restrict__ in, T *__restrict__ out, int cols, 
 }
 #endif
 
+#if HAVE_CLUSTERS
+/* ---- a row split across persistent blocks (GPU) ---------------------------------------------
+ * Rows too long for one block are cut into slices of SPLIT_THREADS * SPLIT_EPT values, a slice
+ * held in one block's registers. The blocks are persistent: exactly as many as the GPU holds at
+ * once (a cooperative launch guarantees they are all resident), each taking slices in order from
+ * a ticket counter. A block reduces its slice to its (max, sum) pair, publishes the pair in the
+ * scratch and adds one to its row's counter (release: the fence orders the pair before the
+ * count), waits until the counter says every slice of the row has published (acquire), merges
+ * the row's pairs from L2 and writes its slice from registers. The row is read once and written
+ * once, on every SM, and while one block waits the SM's other blocks load, reduce or store.
+ * It cannot deadlock: tickets go out in order and a block publishes before it waits, so every
+ * row but the last one ticketed has all its slices held by blocks that will publish; the last
+ * one's are too once the grid holds at least a row's slices (the launcher checks).
+ * Every block of a row merges the same pairs in the same order: the same bits everywhere. */
+#define SPLIT_THREADS 256 /* a slice: 256 threads x 32 values, 4 blocks an SM at 64 registers */
+#define SPLIT_EPT 32
+#define SPLIT_MIN_BLOCKS 4
+
+template <typename T, int W>
+static __global__ void __launch_bounds__(SPLIT_THREADS, SPLIT_MIN_BLOCKS)
+softmax_split_kernel(const T *__restrict__ in, T *__restrict__ out, int rows, int cols, int slices,
+                     float2 *__restrict__ pairs, unsigned *__restrict__ counters)
+{
+    __shared__ unsigned s_ticket;
+    __shared__ float2 s_row;
+    const unsigned total = (unsigned)rows * (unsigned)slices;
+    for (;;) {
+        if (threadIdx.x == 0)
+            s_ticket = atomicAdd(&counters[rows], 1u); /* the ticket counter follows the rows' */
+        __syncthreads(); /* the ticket is in; and every thread is done with the last slice */
+        const unsigned t = s_ticket;
+        if (t >= total)
+            return; /* the whole block: t is the same in every thread */
+        const int row = (int)(t / (unsigned)slices), first = (int)(t % (unsigned)slices) *
+                                                             (SPLIT_THREADS * SPLIT_EPT);
+        const size_t offset = (size_t)row * cols;
+        float v[SPLIT_EPT], m, s;
+        load_slice<SPLIT_EPT, W>(in + offset, cols, first, threadIdx.x, SPLIT_THREADS, -INFINITY,
+                                 v);
+        slice_max_sum<fast_exp<T>>(v, m, s);
+        const float m_thread = m;
+        block_merge(m, s);
+        if (threadIdx.x < WARP) {
+            if (threadIdx.x == 0) {
+                pairs[t] = make_float2(m, s);
+                __threadfence(); /* the pair is visible before the count says so */
+                atomicAdd(&counters[row], 1u);
+                const volatile unsigned *count = &counters[row];
+                while (*count < (unsigned)slices)
+                    ;
+                __threadfence(); /* the others' pairs are read after their count */
+            }
+            __syncwarp();
+            float m_row = -INFINITY, s_row_sum = 0.0f;
+            for (int k = threadIdx.x; k < slices; k += WARP) {
+                const float2 p = __ldcg(&pairs[(size_t)row * slices + k]); /* from L2 */
+                merge(m_row, s_row_sum, p.x, p.y);
+            }
+            warp_merge(m_row, s_row_sum);
+            if (threadIdx.x == 0)
+                s_row = make_float2(m_row, s_row_sum);
+        }
+        __syncthreads(); /* the row's pair is in s_row */
+        const float2 r = s_row;
+        const float scale = expf(m_thread - r.x) / r.y;
+#pragma unroll
+        for (int p = 0; p < SPLIT_EPT; ++p)
+            v[p] *= scale;
+        store_slice<SPLIT_EPT, W>(out + offset, cols, first, threadIdx.x, SPLIT_THREADS, v);
+    }
+}
+#endif
+
 /* ---- the launchers ------------------------------------------------------------------------ */
 
 /* a block of whole warps, enough for cols at ept values a thread */
@@ -603,9 +680,56 @@ static bool softmax_cluster(const T *d_in, T *d_out, int rows, int cols)
 }
 #endif
 
+#if HAVE_CLUSTERS
+/* Launches the split kernel for 16-byte aligned rows longer than a block holds: the counters
+ * (one a row, then the ticket counter) and the pairs (one a slice) in the scratch, the counters
+ * zeroed before each launch. false, launching nothing, where the device has no cooperative
+ * launch, the grid it holds cannot take a row's slices at once, or the pairs would not fit the
+ * scratch: those rows are streamed. The grid (the blocks the device holds at once) is asked
+ * once a kernel: one device, as everywhere in this workbook. */
 template <typename T, int W>
-static void softmax_rows(const T *d_in, T *d_out, int rows, int cols)
+static bool softmax_split(const T *d_in, T *d_out, int rows, int cols, void *d_scratch)
 {
+    if constexpr (W == 1) {
+        return false;
+    } else {
+        static int grid; /* 0 not asked, -1 no cooperative launch */
+        if (grid == 0) {
+            int dev, coop, sms, per_sm = 0;
+            CUDA_CHECK(cudaGetDevice(&dev));
+            CUDA_CHECK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
+            CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+            if (coop)
+                CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                    &per_sm, softmax_split_kernel<T, W>, SPLIT_THREADS, 0));
+            grid = coop && per_sm > 0 ? per_sm * sms : -1;
+        }
+        int slices = cdiv(cols, SPLIT_THREADS * SPLIT_EPT);
+        const size_t counter_bytes = ((size_t)rows + 1) * sizeof(unsigned);
+        const size_t pairs_at = (counter_bytes + 15) / 16 * 16;
+        const size_t pair_count = (size_t)rows * (size_t)slices;
+        if (grid < slices || pair_count > 0xffffffffu ||
+            pairs_at + pair_count * sizeof(float2) > membound_scratch_bytes(rows))
+            return false;
+        unsigned *counters = static_cast<unsigned *>(d_scratch);
+        float2 *pairs = reinterpret_cast<float2 *>(static_cast<char *>(d_scratch) + pairs_at);
+        CUDA_CHECK(cudaMemsetAsync(counters, 0, counter_bytes));
+        void *args[] = { (void *)&d_in, (void *)&d_out, (void *)&rows, (void *)&cols,
+                         (void *)&slices, (void *)&pairs, (void *)&counters };
+        CUDA_CHECK(cudaLaunchCooperativeKernel((const void *)softmax_split_kernel<T, W>,
+                                               dim3((unsigned)grid), dim3(SPLIT_THREADS), args,
+                                               0, 0));
+        return true;
+    }
+}
+#endif
+
+template <typename T, int W>
+static void softmax_rows(const T *d_in, T *d_out, int rows, int cols, void *d_scratch)
+{
+#if !HAVE_CLUSTERS
+    (void)d_scratch; /* the split rows need a GPU */
+#endif
     const int warp_blocks = cdiv(rows, ROWS_PER_BLOCK), warp_threads = ROWS_PER_BLOCK * WARP;
     if (cols <= 8 * WARP)
         softmax_warp_kernel<T, 8, W><<<warp_blocks, warp_threads>>>(d_in, d_out, rows, cols);
@@ -615,6 +739,10 @@ static void softmax_rows(const T *d_in, T *d_out, int rows, int cols)
         softmax_warp_kernel<T, 32, W><<<warp_blocks, warp_threads>>>(d_in, d_out, rows, cols);
     else if (cols <= HELD_ROW_MAX)
         softmax_block_kernel<T, 32, W><<<rows, block_threads(cols, 32)>>>(d_in, d_out, cols);
+#if HAVE_CLUSTERS
+    else if (softmax_split<T, W>(d_in, d_out, rows, cols, d_scratch))
+        ; /* a row split across persistent blocks */
+#endif
     else if (sizeof(T) == 2 && W == 8 && cols <= PACKED_ROW_MAX)
         softmax_block_packed_kernel<<<rows, block_threads(cols, PACKED_ROW_MAX / 1024)>>>(
             reinterpret_cast<const __nv_bfloat16 *>(d_in),
@@ -628,26 +756,24 @@ static void softmax_rows(const T *d_in, T *d_out, int rows, int cols)
 }
 
 template <typename T>
-static void softmax(const T *d_in, T *d_out, int rows, int cols)
+static void softmax(const T *d_in, T *d_out, int rows, int cols, void *d_scratch)
 {
     constexpr int VEC = 16 / sizeof(T);
     /* 16-byte accesses need every row to start on a 16-byte boundary */
     const bool aligned = cols % VEC == 0 && (uintptr_t)d_in % 16 == 0 && (uintptr_t)d_out % 16 == 0;
     if (aligned)
-        softmax_rows<T, VEC>(d_in, d_out, rows, cols);
+        softmax_rows<T, VEC>(d_in, d_out, rows, cols, d_scratch);
     else
-        softmax_rows<T, 1>(d_in, d_out, rows, cols);
+        softmax_rows<T, 1>(d_in, d_out, rows, cols, d_scratch);
     CUDA_CHECK(cudaGetLastError());
 }
 
 void softmax_f32(const float *d_in, float *d_out, int rows, int cols, void *d_scratch)
 {
-    (void)d_scratch; /* one kernel, nothing to keep between launches */
-    softmax<float>(d_in, d_out, rows, cols);
+    softmax<float>(d_in, d_out, rows, cols, d_scratch);
 }
 
 void softmax_bf16(const mb_bf16 *d_in, mb_bf16 *d_out, int rows, int cols, void *d_scratch)
 {
-    (void)d_scratch;
-    softmax<__nv_bfloat16>(d_in, d_out, rows, cols);
+    softmax<__nv_bfloat16>(d_in, d_out, rows, cols, d_scratch);
 }

@@ -12,16 +12,22 @@
  *                           threads as that needs (16 values, 16384 columns, where rows are
  *                           not 16-byte aligned), so that each thread has several 16-byte
  *                           loads in flight and the reductions span few warps
- *     32768 < cols <= 65536, bf16 rows 16-byte aligned: a block a row, the row held as it
- *                           was loaded (64 bf16 a thread in 32 registers), widened on each pass
- *                           (step 4's packed softmax says why)
- *     32768 < cols <= 65536, fp32 rows 16-byte aligned, a GPU that launches clusters (sm_90):
- *                           a cluster of 2 blocks a row, the row in their registers,
- *                           as in step 4; each sum over the row is the blocks' sums added
- *                           through distributed shared memory
- *     longer rows, or rows a cluster cannot take (and on the CPU backend): a block a row,
- *                           streamed: statistics in a first pass, the outputs from a second
- *                           read (3 passes of traffic instead of 2: at most ~67% of copy)
+ *     longer rows, 16-byte aligned, on a GPU with cooperative launch: the row split across
+ *                           persistent blocks, as in step 4: each block holds a slice of 8192
+ *                           values and publishes its statistics (RMSNorm: the sum of squares;
+ *                           LayerNorm: its moments, merged as below) through the scratch; one
+ *                           read of the row and one write
+ *     32768 < cols <= 65536, bf16 rows 16-byte aligned, where the rows are not split (the CPU
+ *                           backend): a block a row, the row held as it was loaded (64 bf16 a
+ *                           thread in 32 registers), widened on each pass (step 4's packed
+ *                           softmax says why)
+ *     32768 < cols <= 65536, fp32 rows 16-byte aligned, where the rows are not split but the
+ *                           GPU launches clusters (sm_90): a cluster of 2 blocks a row, the row
+ *                           in their registers, as in step 4; each sum over the row is the
+ *                           blocks' sums added through distributed shared memory
+ *     the other rows (and the CPU backend's long rows): a block a row, streamed: statistics
+ *                           in a first pass, the outputs from a second read (3 passes of
+ *                           traffic instead of 2: at most ~67% of copy)
  *   16-byte accesses (x, y, w and b alike) where every row starts on a 16-byte boundary
  *   (cols % 4 == 0 for f32, % 8 for bf16, aligned pointers), one element at a time otherwise.
  *   RMSNorm needs sum x^2 only: each thread sums the squares it holds, a shuffle tree and
@@ -49,7 +55,8 @@
  *   every output of the row.
  * Expect on an H200 (copy ~4 TB/s): close to copy for rows of 256 to 32768 columns (the goal
  *   is 90%; PyTorch measured 60% of copy for RMSNorm, 56% for LayerNorm), ~1.5x the two-moment
- *   baseline (3 passes to 2) and right where it is wrong; ~60-67% of copy beyond 32768. */
+ *   baseline (3 passes to 2) and right where it is wrong; split rows beyond 32768 lose a little
+ *   to each slice's wait for its row, most where a row has many slices. */
 #include <math.h>
 #include <stdint.h>
 
@@ -603,6 +610,97 @@ norm_cluster_kernel(const T *__restrict__ in, const T *__restrict__ w, const T *
 }
 #endif
 
+#if HAVE_CLUSTERS
+/* ---- a row split across persistent blocks (GPU) ---------------------------------------------
+ * As step 4's split softmax: rows too long for one block are cut into slices of SPLIT_THREADS *
+ * SPLIT_EPT values, a slice held in one block's registers; exactly as many blocks as the GPU
+ * holds at once (a cooperative launch) take slices in order from a ticket counter, publish their
+ * slice's statistics in the scratch (RMSNorm: the sum of squares; LayerNorm: the moments, which
+ * merge without a second exchange), count them in (a fence, then an atomic add on the row's
+ * counter), wait for the row's other slices, merge the row's statistics from L2 in slice order
+ * (the same bits in every block of the row) and write their slice from registers. One read of
+ * the row and one write. Deadlock-free for step 4's reasons: tickets in order, publish before
+ * wait, a grid of at least a row's slices. */
+#define SPLIT_THREADS 256 /* a slice: 256 threads x 32 values */
+#define SPLIT_EPT 32
+/* the blocks an SM the registers are capped for: 4 (64 registers), but 3 (80) for fp32
+ * LayerNorm, whose moments beside the 32 held values would spill at 64 */
+template <typename T, bool LAYER>
+constexpr int split_min_blocks = LAYER && sizeof(T) == 4 ? 3 : 4;
+
+template <typename T, int W, bool LAYER>
+static __global__ void __launch_bounds__(SPLIT_THREADS, (split_min_blocks<T, LAYER>))
+norm_split_kernel(const T *__restrict__ in, const T *__restrict__ w, const T *__restrict__ b,
+                  T *__restrict__ out, int rows, int cols, float eps, int slices,
+                  float4 *__restrict__ parts, unsigned *__restrict__ counters)
+{
+    __shared__ float s_part[WARP]; /* RMSNorm's block sum */
+    __shared__ unsigned s_ticket;
+    __shared__ float4 s_row;
+    const unsigned total = (unsigned)rows * (unsigned)slices;
+    for (;;) {
+        if (threadIdx.x == 0)
+            s_ticket = atomicAdd(&counters[rows], 1u); /* the ticket counter follows the rows' */
+        __syncthreads(); /* the ticket is in; and every thread is done with the last slice */
+        const unsigned t = s_ticket;
+        if (t >= total)
+            return; /* the whole block: t is the same in every thread */
+        const int row = (int)(t / (unsigned)slices), first = (int)(t % (unsigned)slices) *
+                                                             (SPLIT_THREADS * SPLIT_EPT);
+        const size_t offset = (size_t)row * cols;
+        float v[SPLIT_EPT];
+        const int accesses = load_slice<SPLIT_EPT, W>(in + offset, cols, first, threadIdx.x,
+                                                      SPLIT_THREADS, v);
+        float4 mine; /* the block's statistics, in thread 0 */
+        if constexpr (LAYER) {
+            const moments m = block_moments(slice_moments<SPLIT_EPT, W>(v, accesses));
+            mine = make_float4(m.n, m.k, m.d, m.m2);
+        } else {
+            float ss = 0.0f; /* the columns past the end hold 0 */
+#pragma unroll
+            for (int p = 0; p < SPLIT_EPT; ++p)
+                ss += v[p] * v[p];
+            mine = make_float4(block_sum(ss, s_part), 0.0f, 0.0f, 0.0f);
+        }
+        if (threadIdx.x < WARP) {
+            if (threadIdx.x == 0) {
+                parts[t] = mine;
+                __threadfence(); /* the statistics are visible before the count says so */
+                atomicAdd(&counters[row], 1u);
+                const volatile unsigned *count = &counters[row];
+                while (*count < (unsigned)slices)
+                    ;
+                __threadfence(); /* the others' statistics are read after their count */
+            }
+            __syncwarp();
+            if constexpr (LAYER) {
+                moments r = {0.0f, 0.0f, 0.0f, 0.0f};
+                for (int k = threadIdx.x; k < slices; k += WARP) { /* lane order, then a tree */
+                    const float4 p = __ldcg(&parts[(size_t)row * slices + k]); /* from L2 */
+                    r = merge(r, moments{p.x, p.y, p.z, p.w});
+                }
+                r = warp_moments(r);
+                if (threadIdx.x == 0)
+                    s_row = make_float4(r.n, r.k, r.d, r.m2);
+            } else {
+                float ss = 0.0f;
+                for (int k = threadIdx.x; k < slices; k += WARP)
+                    ss += __ldcg(&parts[(size_t)row * slices + k]).x;
+                ss = warp_sum(ss);
+                if (threadIdx.x == 0)
+                    s_row = make_float4(ss, 0.0f, 0.0f, 0.0f);
+            }
+        }
+        __syncthreads(); /* the row's statistics are in s_row */
+        const float4 r = s_row;
+        const float rstd = rsqrtf((LAYER ? r.w : r.x) / cols + eps);
+        store_norm_slice<LAYER, SPLIT_EPT, W>(out + offset, w, b, cols, first, threadIdx.x,
+                                              SPLIT_THREADS, v, LAYER ? r.y : 0.0f,
+                                              LAYER ? r.z : 0.0f, rstd);
+    }
+}
+#endif
+
 /* ---- the launchers -------------------------------------------------------------------------- */
 
 /* a block of whole warps, enough for cols at ept values a thread */
@@ -656,10 +754,56 @@ static bool norm_cluster(const T *d_x, const T *d_w, const T *d_b, T *d_y, int r
 }
 #endif
 
+#if HAVE_CLUSTERS
+/* Launches the split kernel, as step 4's softmax_split: false, launching nothing, where the
+ * device has no cooperative launch, its grid cannot take a row's slices at once, or the
+ * statistics would not fit the scratch. */
+template <typename T, int W, bool LAYER>
+static bool norm_split(const T *d_x, const T *d_w, const T *d_b, T *d_y, int rows, int cols,
+                       float eps, void *d_scratch)
+{
+    if constexpr (W == 1) {
+        return false;
+    } else {
+        static int grid; /* 0 not asked, -1 no cooperative launch */
+        if (grid == 0) {
+            int dev, coop, sms, per_sm = 0;
+            CUDA_CHECK(cudaGetDevice(&dev));
+            CUDA_CHECK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
+            CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+            if (coop)
+                CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                    &per_sm, norm_split_kernel<T, W, LAYER>, SPLIT_THREADS, 0));
+            grid = coop && per_sm > 0 ? per_sm * sms : -1;
+        }
+        int slices = cdiv(cols, SPLIT_THREADS * SPLIT_EPT);
+        const size_t counter_bytes = ((size_t)rows + 1) * sizeof(unsigned);
+        const size_t parts_at = (counter_bytes + 15) / 16 * 16;
+        const size_t part_count = (size_t)rows * (size_t)slices;
+        if (grid < slices || part_count > 0xffffffffu ||
+            parts_at + part_count * sizeof(float4) > membound_scratch_bytes(rows))
+            return false;
+        unsigned *counters = static_cast<unsigned *>(d_scratch);
+        float4 *parts = reinterpret_cast<float4 *>(static_cast<char *>(d_scratch) + parts_at);
+        CUDA_CHECK(cudaMemsetAsync(counters, 0, counter_bytes));
+        void *args[] = { (void *)&d_x, (void *)&d_w, (void *)&d_b, (void *)&d_y, (void *)&rows,
+                         (void *)&cols, (void *)&eps, (void *)&slices, (void *)&parts,
+                         (void *)&counters };
+        CUDA_CHECK(cudaLaunchCooperativeKernel((const void *)norm_split_kernel<T, W, LAYER>,
+                                               dim3((unsigned)grid), dim3(SPLIT_THREADS), args,
+                                               0, 0));
+        return true;
+    }
+}
+#endif
+
 template <typename T, int W, bool LAYER>
 static void norm_rows(const T *d_x, const T *d_w, const T *d_b, T *d_y, int rows, int cols,
-                      float eps)
+                      float eps, void *d_scratch)
 {
+#if !HAVE_CLUSTERS
+    (void)d_scratch; /* the split rows need a GPU */
+#endif
     /* A block holds 32 values a thread, up to 1024 threads: 64 registers a thread, of which
      * the row takes 32; one element at a time (W = 1), the bounds test of every element takes
      * the rest, so those rows hold 16 a thread (16384 columns) and longer ones are streamed. */
@@ -677,6 +821,10 @@ static void norm_rows(const T *d_x, const T *d_w, const T *d_b, T *d_y, int rows
     else if (cols <= HELD_EPT * 1024)
         norm_block_kernel<T, HELD_EPT, W, LAYER><<<rows, block_threads(cols, HELD_EPT)>>>(
             d_x, d_w, d_b, d_y, cols, eps);
+#if HAVE_CLUSTERS
+    else if (norm_split<T, W, LAYER>(d_x, d_w, d_b, d_y, rows, cols, eps, d_scratch))
+        ; /* a row split across persistent blocks */
+#endif
     else if (sizeof(T) == 2 && W == 8 && cols <= PACKED_ROW_MAX)
         norm_block_packed_kernel<LAYER><<<rows, block_threads(cols, PACKED_ROW_MAX / 1024)>>>(
             reinterpret_cast<const __nv_bfloat16 *>(d_x), reinterpret_cast<const __nv_bfloat16 *>(d_w),
@@ -698,43 +846,40 @@ static bool aligned16(const void *p)
 
 /* d_b is NULL for RMSNorm */
 template <typename T, bool LAYER>
-static void norm(const T *d_x, const T *d_w, const T *d_b, T *d_y, int rows, int cols, float eps)
+static void norm(const T *d_x, const T *d_w, const T *d_b, T *d_y, int rows, int cols, float eps,
+                 void *d_scratch)
 {
     constexpr int VEC = 16 / sizeof(T);
     /* 16-byte accesses need every row, and w and b, to start on a 16-byte boundary */
     const bool aligned = cols % VEC == 0 && aligned16(d_x) && aligned16(d_w) && aligned16(d_y) &&
                          (!LAYER || aligned16(d_b));
     if (aligned)
-        norm_rows<T, VEC, LAYER>(d_x, d_w, d_b, d_y, rows, cols, eps);
+        norm_rows<T, VEC, LAYER>(d_x, d_w, d_b, d_y, rows, cols, eps, d_scratch);
     else
-        norm_rows<T, 1, LAYER>(d_x, d_w, d_b, d_y, rows, cols, eps);
+        norm_rows<T, 1, LAYER>(d_x, d_w, d_b, d_y, rows, cols, eps, d_scratch);
     CUDA_CHECK(cudaGetLastError());
 }
 
 void rmsnorm_f32(const float *d_x, const float *d_w, float *d_y, int rows, int cols, float eps,
                  void *d_scratch)
 {
-    (void)d_scratch; /* one kernel, nothing kept between launches */
-    norm<float, false>(d_x, d_w, NULL, d_y, rows, cols, eps);
+    norm<float, false>(d_x, d_w, NULL, d_y, rows, cols, eps, d_scratch);
 }
 
 void rmsnorm_bf16(const mb_bf16 *d_x, const mb_bf16 *d_w, mb_bf16 *d_y, int rows, int cols,
                   float eps, void *d_scratch)
 {
-    (void)d_scratch;
-    norm<__nv_bfloat16, false>(d_x, d_w, NULL, d_y, rows, cols, eps);
+    norm<__nv_bfloat16, false>(d_x, d_w, NULL, d_y, rows, cols, eps, d_scratch);
 }
 
 void layernorm_f32(const float *d_x, const float *d_w, const float *d_b, float *d_y, int rows,
                    int cols, float eps, void *d_scratch)
 {
-    (void)d_scratch;
-    norm<float, true>(d_x, d_w, d_b, d_y, rows, cols, eps);
+    norm<float, true>(d_x, d_w, d_b, d_y, rows, cols, eps, d_scratch);
 }
 
 void layernorm_bf16(const mb_bf16 *d_x, const mb_bf16 *d_w, const mb_bf16 *d_b, mb_bf16 *d_y,
                     int rows, int cols, float eps, void *d_scratch)
 {
-    (void)d_scratch;
-    norm<__nv_bfloat16, true>(d_x, d_w, d_b, d_y, rows, cols, eps);
+    norm<__nv_bfloat16, true>(d_x, d_w, d_b, d_y, rows, cols, eps, d_scratch);
 }
