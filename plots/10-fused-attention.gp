@@ -1,7 +1,7 @@
 # 10-fused-attention.gp: chapter 10, fused attention against the unfused baseline.
-#   From the H200's bench (plots/data/h200/10-fused-attention.tsv: rows "unfused_bf16" and
-#   "fused_simt_bf16", shapes "2xHxLENxDIM" with "c" for causal): TFLOP/s against the sequence
-#   length, one panel for each of dim 64 and 128, causal and not drawn apart.
+#   From the H200's bench (plots/data/h200/10-fused-attention.tsv: rows "unfused_bf16",
+#   "fused_simt_bf16" and "fused_mma_bf16", shapes "2xHxLENxDIM" with "c" for causal): TFLOP/s
+#   against the sequence length, one panel for each of dim 64 and 128, causal and not drawn apart.
 #   Until that file is measured, from the CPU backend's (plots/data/emu/10-fused-attention.tsv):
 #   the global bytes of one head against the sequence length (columns 8 and 9: loads, stores), the
 #   fused kernel's counted by the instrumented build, the unfused step's computed from its design.
@@ -34,7 +34,9 @@ if (timed) {
         plot data using (len_of(strcol(SHAPE))):(sel("unfused_bf16", 0)) with linespoints lt 1 title "unfused (step 1)", \
              data using (len_of(strcol(SHAPE))):(sel("fused_simt_bf16", 0)) with linespoints lt 2 title "fused SIMT (step 2)", \
              data using (len_of(strcol(SHAPE))):(sel("unfused_bf16", 1)) with linespoints lt 1 dt 2 title "unfused, causal", \
-             data using (len_of(strcol(SHAPE))):(sel("fused_simt_bf16", 1)) with linespoints lt 2 dt 2 title "fused SIMT, causal"
+             data using (len_of(strcol(SHAPE))):(sel("fused_simt_bf16", 1)) with linespoints lt 2 dt 2 title "fused SIMT, causal", \
+             data using (len_of(strcol(SHAPE))):(sel("fused_mma_bf16", 0)) with linespoints lt 3 title "fused mma.sync (step 3)", \
+             data using (len_of(strcol(SHAPE))):(sel("fused_mma_bf16", 1)) with linespoints lt 3 dt 2 title "fused mma.sync, causal"
     }
     unset multiplot
 } else {

@@ -3,6 +3,8 @@
  *   step 1  unfused, given: S = Q K^T, softmax, O = P V     attention_unfused_*  (unfused.cu)
  *   step 2  fused, SIMT: tiles of K and V in shared memory,  attention_fused_*    (step2_fused.cu)
  *           the online softmax, the log-sum-exp written out
+ *   step 3  fused on the tensor cores: ldmatrix, mma.sync,    attention_mma_*      (step3_mma.cu)
+ *           K and V double-buffered with cp.async
  *
  * Given: step 1, the baseline every later step is timed against. On a GPU its two products are
  * cuBLAS's (unfused_gemm_gpu.cu, GPU builds only); on the CPU backend, which has no cuBLAS, a
@@ -103,6 +105,17 @@ void attention_fused_bf16(const at_bf16 *d_q, const at_bf16 *d_k, const at_bf16 
 void attention_fused_f16(const at_f16 *d_q, const at_f16 *d_k, const at_f16 *d_v, at_f16 *d_o,
                          float *d_lse, int batch, int heads, int len, int dim, int causal,
                          float scale, void *d_work);
+
+/* Step 3 (step3_mma.cu): step 2's algorithm with both products on the tensor cores:
+ * mma.sync m16n8k16 (bf16 or fp16 in, fp32 accumulators) fed by ldmatrix from shared memory
+ * (attention_mma.cuh, given), a warp's rows of Q held in registers, P kept in registers between
+ * the two products, the tiles of K and V double-buffered with cp.async. d_work is not touched. */
+void attention_mma_bf16(const at_bf16 *d_q, const at_bf16 *d_k, const at_bf16 *d_v,
+                        at_bf16 *d_o, float *d_lse, int batch, int heads, int len, int dim,
+                        int causal, float scale, void *d_work);
+void attention_mma_f16(const at_f16 *d_q, const at_f16 *d_k, const at_f16 *d_v, at_f16 *d_o,
+                       float *d_lse, int batch, int heads, int len, int dim, int causal,
+                       float scale, void *d_work);
 
 /* The batched products of step 1, on a GPU cuBLAS's (unfused_gemm_gpu.cu). Weak: the CPU
  * backend's builds leave *_gpu.cu out, see NULL here, and use unfused.cu's plain kernel.

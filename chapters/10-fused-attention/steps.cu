@@ -9,5 +9,7 @@ const struct attention_step ATTENTION_STEPS[] = {
       attention_unfused_f16 },
     { "fused_simt", "fused, SIMT: online softmax", 0, 1, attention_fused_bf16,
       attention_fused_f16 },
+    { "fused_mma", "fused, tensor cores: ldmatrix, mma.sync, cp.async", 0, 1,
+      attention_mma_bf16, attention_mma_f16 },
 };
 const int ATTENTION_NUM_STEPS = sizeof ATTENTION_STEPS / sizeof ATTENTION_STEPS[0];
