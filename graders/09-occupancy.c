@@ -19,6 +19,12 @@
  *                                              its own) a choice the device holds and a correct
  *                                              result; every row of the table correct; on a GPU
  *                                              within 10% of the fastest row at 4096^3
+ *                      step 4  slice_open      smaller GPUs inside the GPU, on a GPU only: slices
+ *                                              of 8, 16, 32 and 64 SMs granted as asked, and a
+ *                                              kernel on a slice's stream on no more SMs than
+ *                                              its slice holds (%smid); a copy on 8 SMs at
+ *                                              least 2x the time of one on all of them
+ *   grade --bench F  the calculator's table; on a GPU, steps 2 to 4 measured (see bench())
  *
  * The truth of step 1 is cudaOccMaxActiveBlocksPerMultiprocessor from cuda_occupancy.h, the
  * header-only calculator the CUDA toolkit ships in $(CUDA_HOME)/include (it is C as well as C++:
@@ -31,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cuda_occupancy.h>
 #include <cuda_runtime_api.h>
@@ -981,6 +988,232 @@ static void add_step3(Suite *s, int on_gpu)
                                     300);
 }
 
+/* ---- step 4: smaller GPUs inside the GPU (a GPU only) ------------------------------------------
+ *
+ * SMs: slice_open for each of SLICE_SIZES, in the runner, then the given kernel that records
+ * the SM of each of its blocks (slice_smids) on the slice's stream, SLICE_SMID_BLOCKS_PER_SM
+ * blocks for every SM of the device, each holding its SM SLICE_SMID_SPIN cycles so that the
+ * grid spreads over every SM it may use; the judge counts the distinct SM ids. A slice of N
+ * must grant at least N SMs and fewer than N + SLICE_GRAIN (9.0 grants multiples of 8, 8.x of
+ * 2), and its stream must reach no more SMs than it was granted, and at least half of them.
+ * bandwidth: the given copy (slice_copy, SLICE_COPY_N floats each way, eight times the H200's
+ * L2) timed on the stream of a slice of 8 SMs and of one of all the device's; the first must
+ * take at least SLICE_SLOWER x the time of the second. The reason for the bound: a copy is
+ * bound by the bytes its SMs keep in flight (Little's law, step 2) until the memory itself is
+ * the limit, which on an H200 takes most of its 132 SMs; 8 SMs, even each streaming at several
+ * times its share of the device's rate, take several times as long as all 132 (the note
+ * prints both rates), while a stream that runs on every SM whatever the slice takes the same
+ * time in both (1x). 2x sits between the two with room on either side. */
+static const int SLICE_SIZES[] = { 8, 16, 32, 64 };
+#define NSLICE_SIZES ((int)(sizeof SLICE_SIZES / sizeof SLICE_SIZES[0]))
+#define SLICE_GRAIN 8
+#define SLICE_SMID_BLOCKS_PER_SM 4
+#define SLICE_MAX_SMID 1024      /* above any SM id of any GPU */
+#define SLICE_COPY_N ((size_t)1 << 26)
+#define SLICE_REPS 10
+#define SLICE_SLOWER 2.0
+#define GREEN_DRIVER 12050        /* cuGreenCtxStreamCreate: a driver of CUDA 12.5 or newer */
+
+/* The median time of SLICE_REPS copies on stream, in ms, after two untimed: events recorded on
+ * the slice's own stream, so that nothing of another stream is counted. */
+#ifndef HARNESS_EMU
+static double time_slice_copy(cudaStream_t stream, const float *d_in, float *d_out)
+{
+    cudaEvent_t t0, t1;
+    CUDA_CHECK(cudaEventCreate(&t0));
+    CUDA_CHECK(cudaEventCreate(&t1));
+    for (int i = 0; i < 2; i++)
+        slice_copy(stream, d_in, d_out, SLICE_COPY_N);
+    double ms[SLICE_REPS];
+    for (int i = 0; i < SLICE_REPS; i++) {
+        CUDA_CHECK(cudaEventRecord(t0, stream));
+        slice_copy(stream, d_in, d_out, SLICE_COPY_N);
+        CUDA_CHECK(cudaEventRecord(t1, stream));
+        CUDA_CHECK(cudaEventSynchronize(t1));
+        float t = 0.0f;
+        CUDA_CHECK(cudaEventElapsedTime(&t, t0, t1));
+        ms[i] = t;
+    }
+    CUDA_CHECK(cudaEventDestroy(t0));
+    CUDA_CHECK(cudaEventDestroy(t1));
+    return median(ms, SLICE_REPS);
+}
+
+static const char *const SLICE_TODO = "slice_open returned -1: the TODO in step4_slices_gpu.cu "
+                                      "(the device's SM resource, split, a descriptor, a green "
+                                      "context, a stream of it)";
+
+static int SLICE_SMS;
+
+START_TEST(slice_sms)
+{
+    const int asked = SLICE_SIZES[_i];
+    const int slot = SLICE_SMS + _i;
+    grade_split(); /* slice_open and the kernel on its stream in a runner, the count here */
+    const int blocks = SLICE_SMID_BLOCKS_PER_SM * grader_device()->sms;
+    int *d_ids = dbuf_alloc((size_t)blocks * sizeof(int), "d_ids");
+    dbuf_poison(d_ids);
+    int got[2] = { -2, 0 }; /* slice_open's return, and the SMs the slice says it holds */
+    if (grade_role() != GRADE_JUDGE) {
+        struct sm_slice s;
+        memset(&s, 0, sizeof s);
+        got[0] = slice_open(asked, &s);
+        got[1] = s.sms;
+        if (got[0] == 0) {
+            slice_smids(s.stream, d_ids, blocks);
+            CUDA_CHECK(cudaStreamSynchronize(s.stream));
+            slice_close(&s);
+        }
+    }
+    grade_exchange_bytes(got, sizeof got);
+    grade_exchange_buffers();
+    if (grade_role() != GRADE_RUNNER) {
+        if (got[0] != 0) {
+            grade_hint(slot, "%s", SLICE_TODO);
+            ck_abort_msg("slice_open(%d) returned %d on a device of %d SMs", asked, got[0],
+                         grader_device()->sms);
+        }
+        if (got[1] < asked || got[1] >= asked + SLICE_GRAIN) {
+            grade_hint(slot, "s->sms is what the split granted: the smCount of the group "
+                       "cuDevSmResourceSplitByCount wrote, asked for with min_count = sms");
+            ck_abort_msg("slice_open(%d): the slice says it holds %d SMs; a slice of %d holds "
+                         "from %d to %d", asked, got[1], asked, asked, asked + SLICE_GRAIN - 1);
+        }
+        int *ids = xmalloc((size_t)blocks * sizeof *ids);
+        to_host(ids, d_ids, (size_t)blocks * sizeof *ids);
+        char seen[SLICE_MAX_SMID];
+        memset(seen, 0, sizeof seen);
+        int distinct = 0, unwritten = -1;
+        for (int b = 0; b < blocks; b++) {
+            if (ids[b] < 0 || ids[b] >= SLICE_MAX_SMID) {
+                if (unwritten < 0)
+                    unwritten = b;
+                continue;
+            }
+            distinct += !seen[ids[b]];
+            seen[ids[b]] = 1;
+        }
+        free(ids);
+        ck_assert_msg(unwritten < 0, "slice of %d SMs: block %d of the SM-id kernel wrote no SM "
+                      "id (the kernel did not run to its end on the slice's stream)", asked,
+                      unwritten);
+        if (distinct > got[1]) {
+            grade_hint(slot, "the work on s->stream ran outside the slice: the stream must be "
+                       "the green context's (cuGreenCtxStreamCreate), made from a descriptor of "
+                       "the split's group (not the whole device's resource, nor the remainder)");
+            ck_abort_msg("slice of %d SMs: a kernel of %d blocks on its stream ran on %d "
+                         "distinct SMs; the slice holds %d", asked, blocks, distinct, got[1]);
+        }
+        ck_assert_msg(2 * distinct >= got[1], "slice of %d SMs: a kernel of %d blocks on its "
+                      "stream reached only %d of them", got[1], blocks, distinct);
+        grade_note(slot, "granted %d SMs; %d blocks on its stream ran on %d distinct SMs", got[1],
+                   blocks, distinct);
+    }
+    dbuf_free(d_ids);
+    grade_split_end();
+}
+END_TEST
+
+static int SLICE_BW;
+
+START_TEST(slice_bandwidth)
+{
+    const int slot = SLICE_BW;
+    grade_split(); /* the slices opened and timed in a runner, the ratio judged here */
+    const int all = grader_device()->sms;
+    const int asked[2] = { SLICE_SIZES[0], all };
+    struct {
+        int rc[2], sms[2];
+        double ms[2];
+    } got;
+    memset(&got, 0, sizeof got);
+    if (grade_role() != GRADE_JUDGE) {
+        float *d_in, *d_out;
+        CUDA_CHECK(cudaMalloc((void **)&d_in, SLICE_COPY_N * sizeof(float)));
+        CUDA_CHECK(cudaMalloc((void **)&d_out, SLICE_COPY_N * sizeof(float)));
+        CUDA_CHECK(cudaMemset(d_in, 0x3f, SLICE_COPY_N * sizeof(float)));
+        for (int j = 0; j < 2; j++) {
+            struct sm_slice s;
+            memset(&s, 0, sizeof s);
+            got.rc[j] = slice_open(asked[j], &s);
+            got.sms[j] = s.sms;
+            if (got.rc[j] != 0)
+                continue;
+            got.ms[j] = time_slice_copy(s.stream, d_in, d_out);
+            slice_close(&s);
+        }
+        CUDA_CHECK(cudaFree(d_in));
+        CUDA_CHECK(cudaFree(d_out));
+    }
+    grade_exchange_bytes(&got, sizeof got);
+    if (grade_role() != GRADE_RUNNER) {
+        for (int j = 0; j < 2; j++) {
+            if (got.rc[j] != 0)
+                grade_hint(slot, "%s", SLICE_TODO);
+            ck_assert_msg(got.rc[j] == 0, "slice_open(%d) returned %d", asked[j], got.rc[j]);
+            ck_assert_msg(got.ms[j] > 0 && got.ms[j] < 1e4, "slice of %d SMs: the copy took "
+                          "%g ms: not a time", asked[j], got.ms[j]);
+        }
+        const double bytes = 2.0 * SLICE_COPY_N * sizeof(float);
+        const double ratio = got.ms[0] / got.ms[1];
+        grade_note(slot, "copy of %zu MiB: %.0f GB/s on %d SMs, %.0f GB/s on all %d: %.1fx the "
+                   "time (needs %.1fx)", SLICE_COPY_N * sizeof(float) >> 20,
+                   bytes / (got.ms[0] * 1e6), got.sms[0], bytes / (got.ms[1] * 1e6), got.sms[1],
+                   ratio, SLICE_SLOWER);
+        if (ratio < SLICE_SLOWER)
+            grade_hint(slot, "the copy on the small slice's stream is as fast as on the whole "
+                       "device: it is not running in the slice (a stream of the primary "
+                       "context, or a green context of every SM)");
+        ck_assert_msg(ratio >= SLICE_SLOWER, "bandwidth: the copy on a slice of %d SMs took "
+                      "%.3f ms, on all %d %.3f ms: %.2fx the time (needs at least %.1fx)",
+                      got.sms[0], got.ms[0], got.sms[1], got.ms[1], ratio, SLICE_SLOWER);
+        grade_summary("%d SMs stream at 1/%.1f of all %d (needs 1/%.0f or less); slices of 8 "
+                      "to 64 hold their SMs", got.sms[0], ratio, got.sms[1], SLICE_SLOWER);
+    }
+    grade_split_end();
+}
+END_TEST
+#endif
+
+static void add_step4(Suite *s, int on_gpu)
+{
+    static char titles[NSLICE_SIZES][96];
+    static const char *const bw_title = "bandwidth: a copy on 8 SMs at least 2x the time of all";
+    const struct device_info *dev = grader_device();
+    char why[160] = "";
+    if (!on_gpu)
+        snprintf(why, sizeof why, "graded on a GPU only: green contexts partition a GPU's SMs, "
+                 "which the CPU backend does not have");
+    else if (dev->driver_version < GREEN_DRIVER)
+        snprintf(why, sizeof why, "the driver (CUDA %d.%d) has no green-context streams: they "
+                 "need CUDA 12.5 or newer", dev->driver_version / 1000,
+                 dev->driver_version % 1000 / 10);
+    for (int i = 0; i < NSLICE_SIZES; i++)
+        snprintf(titles[i], sizeof titles[i], "SMs: a slice of %d, and a kernel on its stream "
+                 "within it", SLICE_SIZES[i]);
+    if (*why) {
+        for (int i = 0; i < NSLICE_SIZES; i++)
+            grader_skip(titles[i], why);
+        grader_skip(bw_title, why);
+        return;
+    }
+#ifdef HARNESS_EMU
+    (void)s; /* not reached: the CPU backend skipped the step above */
+#else
+    int n = 0;
+    const char *t[NSLICE_SIZES];
+    for (int i = 0; i < NSLICE_SIZES; i++) {
+        if (SLICE_SIZES[i] > dev->sms)
+            grader_skip(titles[i], "more SMs than this device has");
+        else
+            t[n++] = titles[i];
+    }
+    if (n > 0)
+        SLICE_SMS = grader_add(s, "slice_sms", slice_sms, t, n, 60);
+    SLICE_BW = grader_add_timed(s, "slice_bandwidth", slice_bandwidth, bw_title, 120);
+#endif
+}
+
 static void add_tests(Suite *s)
 {
     const struct device_info *dev = grader_device();
@@ -991,28 +1224,249 @@ static void add_tests(Suite *s)
         add_step2(s, on_gpu);
     if (grader_step(3, OCC_STEPS[2].title))
         add_step3(s, on_gpu);
+    if (grader_step(4, OCC_STEPS[3].title))
+        add_step4(s, on_gpu);
 }
 
-/* ---- the table: the calculator's answers, for the lesson's figure ---------------------------
+/* ---- the bench: the calculator's table, and on a GPU steps 2, 3 and 4 measured ----------------
  *
  * grade --bench F writes, on either backend, what the toolkit's calculator (cuda_occupancy.h)
  * answers for a block of 256 threads, no shared memory, at each count of registers a thread, on
- * each of the four devices: the blocks and the warps an SM holds. Arithmetic, not a measurement:
- * its header says so (and names no device), and it needs no GPU. The columns are the bench's
- * (chapter, kernel, shape, ms, gbs, gflops, device; the kernel "occupancy:DEVICE", the shape
- * "THREADSxREGS", the times 0) and two more: blocks and warps. plots/09-occupancy.gp draws it. */
+ * each of the four devices: the blocks and the warps an SM holds; arithmetic, not a
+ * measurement, which needs no GPU. On a GPU it then measures, with the code it was linked with:
+ *   inflight:sweep     step 2's curve: stream_sum over INFLIGHT_N floats at each configuration
+ *                      of SWEEP (GB/s against the bytes in flight an SM); inflight:latency, the
+ *                      load latency (its ms column); inflight:knee, where the curve first
+ *                      reaches 80% of its top, and inflight:predicted, knee_bytes_per_sm's
+ *   budget:ROW         step 3: every row of BUDGET_CONFIGS the device holds, at each of
+ *                      BENCH_GEMMS, and budget:chosen, matmul_budget (chosen: the row it picks)
+ *   slice:*            step 4: in slices of 8, 16, 32, 64 and all the device's SMs (slice_open):
+ *                      slice:copy, the given copy on the slice's stream; then, with the slice's
+ *                      green context current (slice_enter), slice:inflight, stream_sum at
+ *                      SLICE_INFLIGHT, and the tuning table: slice:budget:ROW for every row
+ *                      and slice:budget:chosen, at each of BENCH_GEMMS
+ * The columns are the bench's (chapter, kernel, shape, ms, gbs, gflops, device) and five more:
+ * blocks (the blocks an SM of the configuration or row), warps (an SM), sms (the SMs it ran
+ * on: the device's, or the slice's as granted), bytes (in flight an SM, for step 2's rows) and
+ * chosen (1 on the row the launcher picks, and on the fastest row of each table: 2, or 3 when
+ * both). Every result is checked after it is timed; a step whose code fails writes no row and
+ * makes the bench fail. plots/09-occupancy.gp draws the calculator's rows. */
+
+static void bench_row(FILE *f, const char *kernel, const char *shape, double ms, double gbs,
+                      double gflops, const char *device, int blocks, int warps, int sms,
+                      double bytes, int chosen)
+{
+    fprintf(f, "%s\t%s\t%s\t%.6g\t%.6g\t%.6g\t%s\t%d\t%d\t%d\t%.6g\t%d\n", CHAPTER, kernel, shape,
+            ms, gbs, gflops, device, blocks, warps, sms, bytes, chosen);
+    fflush(f);
+}
+
+#ifndef HARNESS_EMU
+static const struct gemm_shape BENCH_GEMMS[] = { { 4096, 4096, 4096 }, { 1024, 1024, 1024 } };
+#define NBENCH_GEMMS ((int)(sizeof BENCH_GEMMS / sizeof BENCH_GEMMS[0]))
+static const int BENCH_SLICES[] = { 8, 16, 32, 64, 0 }; /* 0: all the device's SMs */
+#define NBENCH_SLICES ((int)(sizeof BENCH_SLICES / sizeof BENCH_SLICES[0]))
+static const struct inflight SLICE_INFLIGHT = { 4, 4, 256, 2 }; /* 32 KB an SM */
+
+/* stream_sum at c over d_in, timed; 0 when the sum after timing is wrong (said on stderr) */
+static double bench_stream(const float *d_in, double *d_sum, double want,
+                           const struct inflight *c)
+{
+    struct stream_run sr = { d_in, d_sum, c };
+    struct timing t = gpu_time(run_stream, &sr, 2, 10);
+    double got = 0.0;
+    to_host(&got, d_sum, sizeof got);
+    if (got != want) {
+        char desc[160];
+        describe_inflight(c, desc, sizeof desc);
+        fprintf(stderr, "bench: stream_sum (%s): sum %.17g, want %.17g\n", desc, got, want);
+        return 0.0;
+    }
+    return t.median_ms;
+}
+
+static int bench_inflight(FILE *f, const char *device, int sms)
+{
+    struct rng r;
+    rng_init(&r, 9);
+    float *d_in = dbuf_alloc_input(INFLIGHT_N * sizeof(float), "d_in");
+    double *d_sum = dbuf_alloc(sizeof(double), "d_sum");
+    double want = fill_small_ints(d_in, INFLIGHT_N, &r);
+    double gbs[NSWEEP], bytes[NSWEEP], top = 0.0;
+    int rc = 0;
+    for (int i = 0; i < NSWEEP && rc == 0; i++) {
+        const struct inflight *c = &SWEEP[i];
+        double ms = bench_stream(d_in, d_sum, want, c);
+        if (ms <= 0) {
+            rc = -1;
+            break;
+        }
+        char shape[64];
+        snprintf(shape, sizeof shape, "%dx%dx%dx%d", c->loads, c->vec, c->threads,
+                 c->blocks_per_sm);
+        bytes[i] = inflight_bytes_per_sm(c);
+        gbs[i] = INFLIGHT_N * sizeof(float) / (ms * 1e6);
+        top = gbs[i] > top ? gbs[i] : top;
+        bench_row(f, "inflight:sweep", shape, ms, gbs[i], 0, device, c->blocks_per_sm,
+                  c->blocks_per_sm * c->threads / 32, sms, bytes[i], 0);
+    }
+    if (rc == 0) {
+        double latency = load_latency_ns();
+        double knee = knee_of(bytes, gbs, NSWEEP, top, KNEE_FRACTION);
+        double predicted = knee_bytes_per_sm(top, latency, sms);
+        bench_row(f, "inflight:latency", "1", latency * 1e-6, 0, 0, device, 0, 0, sms, 0, 0);
+        bench_row(f, "inflight:knee", "80%", 0, KNEE_FRACTION * top, 0, device, 0, 0, sms, knee,
+                  0);
+        bench_row(f, "inflight:predicted", "80%", 0, top, 0, device, 0, 0, sms, predicted, 0);
+        printf("bench: step 2: top %.0f GB/s, knee %.1f KB an SM, predicted %.1f KB (latency "
+               "%.0f ns)\n", top, knee / 1024, predicted / 1024, latency);
+    }
+    dbuf_free(d_in);
+    dbuf_free(d_sum);
+    return rc;
+}
+
+/* Every row the device holds and matmul_budget at each of BENCH_GEMMS, in the context current
+ * now; the kernels' names under prefix ("budget" or "slice:budget"), sms the SMs they run on. */
+static int bench_budget(FILE *f, const char *prefix, const char *device, int sms)
+{
+    int rc = 0;
+    for (int g = 0; g < NBENCH_GEMMS && rc == 0; g++) {
+        const struct gemm_shape *sh = &BENCH_GEMMS[g];
+        char shape[64], kernel[96];
+        gemm_shape_name(sh, shape, sizeof shape);
+        struct rng r;
+        rng_init(&r, 3 + (uint64_t)g);
+        void *p = gemm_init(&BUDGET_KIND.kind, sh);
+        gemm_bench_fill(p, &r);
+        const int pick = budget_choose(sh->m, sh->k, sh->n);
+        double ms[MAX_ROWS];
+        int blocks[MAX_ROWS], best = -1;
+        for (int i = 0; i < nrows() && rc == 0; i++) {
+            ms[i] = 0;
+            blocks[i] = row_blocks(&BUDGET_CONFIGS[i]);
+            if (blocks[i] < 1)
+                continue; /* a row this device cannot run */
+            struct gemm_run run = { p, (flow_fn)BUDGET_CONFIGS[i].launch };
+            gemm_poison(p);
+            ms[i] = gpu_time(run_gemm, &run, 2, 10).median_ms;
+            snprintf(kernel, sizeof kernel, "%s:%s", prefix, BUDGET_CONFIGS[i].name);
+            if (gemm_bench_check(p, kernel, shape) != 0)
+                rc = -1;
+            else if (best < 0 || ms[i] < ms[best])
+                best = i;
+        }
+        for (int i = 0; i < nrows() && rc == 0; i++)
+            if (ms[i] > 0) {
+                snprintf(kernel, sizeof kernel, "%s:%s", prefix, BUDGET_CONFIGS[i].name);
+                bench_row(f, kernel, shape, ms[i], 0, gemm_rate(*sh, ms[i], 1e9), device,
+                          blocks[i], blocks[i] * BUDGET_CONFIGS[i].threads / 32, sms, 0,
+                          (i == pick) + 2 * (i == best));
+            }
+        if (rc == 0 && best < 0) {
+            fprintf(stderr, "bench: no row of BUDGET_CONFIGS runs here\n");
+            rc = -1;
+        }
+        if (rc == 0) {
+            struct gemm_run run = { p, (flow_fn)matmul_budget };
+            gemm_poison(p);
+            double t = gpu_time(run_gemm, &run, 2, 10).median_ms;
+            snprintf(kernel, sizeof kernel, "%s:chosen", prefix);
+            if (gemm_bench_check(p, kernel, shape) != 0 || pick < 0) {
+                rc = -1;
+            } else {
+                const struct budget_config *c = &BUDGET_CONFIGS[pick];
+                bench_row(f, kernel, shape, t, 0, gemm_rate(*sh, t, 1e9), device,
+                          blocks[pick], blocks[pick] * c->threads / 32, sms, 0, 1);
+                printf("bench: %s at %s on %d SMs: picks %s, %.2f ms; fastest %s, %.2f ms\n",
+                       prefix, shape, sms, c->name, t, BUDGET_CONFIGS[best].name, ms[best]);
+            }
+        }
+        gemm_free(p);
+    }
+    return rc;
+}
+
+static int bench_slices(FILE *f, const char *device, int device_sms)
+{
+    struct rng r;
+    rng_init(&r, 11);
+    float *d_in = dbuf_alloc_input(INFLIGHT_N * sizeof(float), "d_in");
+    double *d_sum = dbuf_alloc(sizeof(double), "d_sum");
+    float *d_out;
+    CUDA_CHECK(cudaMalloc((void **)&d_out, SLICE_COPY_N * sizeof(float)));
+    double want = fill_small_ints(d_in, INFLIGHT_N, &r);
+    int rc = 0;
+    for (int i = 0; i < NBENCH_SLICES && rc == 0; i++) {
+        int asked = BENCH_SLICES[i] ? BENCH_SLICES[i] : device_sms;
+        if (asked > device_sms)
+            continue;
+        struct sm_slice s;
+        memset(&s, 0, sizeof s);
+        if (slice_open(asked, &s) != 0) {
+            fprintf(stderr, "bench: slice_open(%d) returned -1: step 4 is not written\n",
+                    asked);
+            rc = -1;
+            break;
+        }
+        char shape[64];
+        snprintf(shape, sizeof shape, "%zu", SLICE_COPY_N);
+        double ms = time_slice_copy(s.stream, d_in, d_out);
+        bench_row(f, "slice:copy", shape, ms, 2.0 * SLICE_COPY_N * sizeof(float) / (ms * 1e6),
+                  0, device, 0, 0, s.sms, 0, 0);
+        slice_enter(&s);
+        int seen = slice_current_sms();
+        if (seen != s.sms)
+            fprintf(stderr, "bench: inside a slice of %d SMs its context reports %d\n", s.sms,
+                    seen);
+        ms = bench_stream(d_in, d_sum, want, &SLICE_INFLIGHT);
+        if (ms > 0) {
+            snprintf(shape, sizeof shape, "%zu", INFLIGHT_N);
+            bench_row(f, "slice:inflight", shape, ms, INFLIGHT_N * sizeof(float) / (ms * 1e6),
+                      0, device, SLICE_INFLIGHT.blocks_per_sm,
+                      SLICE_INFLIGHT.blocks_per_sm * SLICE_INFLIGHT.threads / 32, s.sms,
+                      inflight_bytes_per_sm(&SLICE_INFLIGHT), 0);
+        } else {
+            rc = -1;
+        }
+        if (rc == 0)
+            rc = bench_budget(f, "slice:budget", device, s.sms);
+        slice_leave();
+        printf("bench: slice of %d SMs (asked %d) measured\n", s.sms, asked);
+        slice_close(&s);
+    }
+    CUDA_CHECK(cudaFree(d_out));
+    dbuf_free(d_in);
+    dbuf_free(d_sum);
+    return rc;
+}
+#endif
+
 static int bench(const char *path)
 {
+    const int on_gpu = strcmp(gpu_backend(), "cuda") == 0;
+    struct device_info info;
+    memset(&info, 0, sizeof info);
+    if (on_gpu && measure_begin("bench", &info) != 0)
+        return EXIT_FAILURE;
     FILE *f = fopen(path, "w");
     if (!f) {
         perror(path);
         return EXIT_FAILURE;
     }
-    /* no "# device:" line: nothing here ran on a device, and the book's caption says
-     * "measured on" only of a file that names one */
-    fprintf(f, "# what: the CUDA toolkit's occupancy calculator (cuda_occupancy.h) on the limits "
-               "of chapters/09-occupancy/devices.cu; computed, not measured\n"
-               "chapter\tkernel\tshape\tms\tgbs\tgflops\tdevice\tblocks\twarps\n");
+    /* "# device:" only where something ran on one: the book's caption says "measured on" only
+     * of a file that names a device */
+    if (on_gpu) {
+        char date[32];
+        time_t now = time(NULL);
+        strftime(date, sizeof date, "%Y-%m-%d", gmtime(&now));
+        fprintf(f, "# device: %s\n# driver: %s\n# date: %s\n", info.name, info.driver, date);
+    }
+    fprintf(f, "# what: rows occupancy:* are the CUDA toolkit's occupancy calculator "
+               "(cuda_occupancy.h) on the limits of chapters/09-occupancy/devices.cu, computed, "
+               "not measured%s\n"
+               "chapter\tkernel\tshape\tms\tgbs\tgflops\tdevice\tblocks\twarps\tsms\tbytes"
+               "\tchosen\n", on_gpu ? "; the rest measured on the device above" : "");
     for (int i = 0; i < OCC_NUM_DEVICES; i++) {
         const struct occ_device *d = &OCC_DEVICES[i];
         for (int regs = 16; regs <= 256; regs += 8) {
@@ -1020,16 +1474,39 @@ static int bench(const char *path)
             struct occ_kernel k = { 256, r, 0, 0, 48 * KIB, -1 };
             cudaOccResult res;
             int blocks = truth(&k, d, &res);
-            fprintf(f, "%s\toccupancy:%s\t256x%d\t0\t0\t0\t%s\t%d\t%d\n", CHAPTER,
-                    OCC_DEVICE_KEYS[i], r, d->name, blocks, blocks * 256 / d->warp_size);
+            char kernel[32], shape[32];
+            snprintf(kernel, sizeof kernel, "occupancy:%s", OCC_DEVICE_KEYS[i]);
+            snprintf(shape, sizeof shape, "256x%d", r);
+            bench_row(f, kernel, shape, 0, 0, 0, d->name, blocks, blocks * 256 / d->warp_size,
+                      d->sms, 0, 0);
         }
     }
+    int rc = 0;
+#ifndef HARNESS_EMU
+    if (on_gpu) {
+        if (bench_inflight(f, info.name, info.sms) != 0) {
+            fprintf(stderr, "bench: step 2 not measured\n");
+            rc = -1;
+        }
+        if (bench_budget(f, "budget", info.name, info.sms) != 0) {
+            fprintf(stderr, "bench: step 3 not measured\n");
+            rc = -1;
+        }
+        if (info.driver_version < GREEN_DRIVER)
+            printf("bench: step 4 not measured: the driver has no green-context streams\n");
+        else if (bench_slices(f, info.name, info.sms) != 0) {
+            fprintf(stderr, "bench: step 4 not measured\n");
+            rc = -1;
+        }
+    }
+#endif
     if (fclose(f) != 0) {
         perror(path);
         return EXIT_FAILURE;
     }
-    printf("bench: wrote %s (the calculator's answers; nothing measured)\n", path);
-    return EXIT_SUCCESS;
+    printf("bench: wrote %s (%s)\n", path, on_gpu ? "the calculator's answers, and steps 2 to 4 "
+           "measured" : "the calculator's answers; nothing measured on the CPU backend");
+    return rc == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
 
 int main(int argc, char **argv)

@@ -5,14 +5,18 @@
  *                                           knee_bytes_per_sm
  *   step 3  a launcher that reads its budget budget_choose,      (step3_budget.cu)
  *                                           matmul_budget
+ *   step 4  smaller GPUs inside the GPU      slice_open,         (step4_slices_gpu.cu)
+ *                                           slice_close
  *
  * Given: the limits of four devices (devices.cu: OCC_DEVICES, and occ_device_query for the GPU
  * this runs on), the kernels the grader asks the CUDA runtime about (occupancy_kernels.cu), and
- * the load latency the grader measures for step 2 (latency.cu).
+ * the load latency the grader measures for step 2 (latency.cu), and for step 4 the driver's
+ * green-context calls and the kernels the grader runs in a slice (green.h, slices_gpu.cu).
  *
  * Step 1 is graded on both backends (on the CPU backend, the runtime's answers under each
  * EMU_DEVICE profile); step 2 on a GPU only (it is a measurement); step 3 on both (on the CPU
- * backend under each EMU_DEVICE profile; its speed on a GPU only). The grader, the bench and the
+ * backend under each EMU_DEVICE profile; its speed on a GPU only); step 4 on a GPU only (the CPU
+ * backend has no SMs to partition, and builds no *_gpu.cu file). The grader, the bench and the
  * book call only what is declared here. */
 #ifndef OCCUPANCY_H
 #define OCCUPANCY_H
@@ -157,6 +161,42 @@ int budget_choose(int m, int k, int n);
 /* C = A * B with the configuration budget_choose picks: launched on the default stream, the
  * launch checked, no synchronisation. */
 void matmul_budget(const float *d_a, const float *d_b, float *d_c, int m, int k, int n);
+
+/* ---- step 4: smaller GPUs inside the GPU (step4_slices_gpu.cu; a GPU only) -----------------
+ *
+ * A slice: a green context that holds some of the device's SMs, and a stream of it. Work
+ * launched on the stream runs on those SMs and no others; the rest of the GPU is not its. */
+struct sm_slice {
+    int sms;                       /* the SMs the slice holds: what the split granted */
+    struct CUgreenCtx_st *green;   /* the green context (a CUgreenCtx) */
+    struct CUstream_st *stream;    /* a stream of it (a CUstream, which is a cudaStream_t) */
+};
+
+/* Carve a slice of sms SMs out of the current device: at least sms, as few more as the
+ * device's partition rules allow (on compute capability 9.0, multiples of 8, at least 8), and
+ * all of them when sms is the device's SM count. Fills *s and returns 0; returns -1, *s zeroed,
+ * when sms is below 1 or over the device's SMs, or the driver has no green contexts. A failed
+ * driver call ends the program with its error (CU_CHECK, green.h). */
+int slice_open(int sms, struct sm_slice *s);
+
+/* Destroy the slice's stream, then its green context; *s zeroed. Given, in the same file. */
+void slice_close(struct sm_slice *s);
+
+/* Given (slices_gpu.cu). slice_enter makes the slice's green context current to the calling
+ * thread, so that what launches on the default stream (stream_sum, matmul_budget) runs in the
+ * slice, until slice_leave. slice_current_sms: the SMs of the context current now (the
+ * device's outside a slice), or -1 without green contexts. */
+void slice_enter(const struct sm_slice *s);
+void slice_leave(void);
+int slice_current_sms(void);
+
+/* Given (slices_gpu.cu): kernels on a stream. slice_smids: `blocks` blocks of
+ * SLICE_SMID_THREADS threads, each holding its SM SLICE_SMID_SPIN cycles, then writing the SM
+ * it ran on (%smid) to d_ids[its block]. slice_copy: d_out = d_in, n floats (a multiple of 4). */
+#define SLICE_SMID_THREADS 128
+#define SLICE_SMID_SPIN 20000
+void slice_smids(struct CUstream_st *stream, int *d_ids, int blocks);
+void slice_copy(struct CUstream_st *stream, const float *d_in, float *d_out, size_t n);
 
 /* ---- the steps, in order ------------------------------------------------------------------- */
 struct occ_step {

@@ -1,4 +1,4 @@
-/* step1_occupancy.cu: chapter 09, step 1 of 3, an occupancy calculator. Your file.
+/* step1_occupancy.cu: chapter 09, step 1 of 4, an occupancy calculator. Your file.
  *
  * The contract (occupancy.h): blocks_per_sm(k, d) returns the most blocks of kernel k that one SM
  * of device d holds at once, exactly what cudaOccupancyMaxActiveBlocksPerMultiprocessor answers;

@@ -1,4 +1,4 @@
-/* step2_inflight.cu: chapter 09, step 2 of 3, Little's law. Your file.
+/* step2_inflight.cu: chapter 09, step 2 of 4, Little's law. Your file.
  *
  * The contract (occupancy.h):
  *   stream_sum(d_in, n, d_sum, c)  *d_sum = the sum of d_in[0..n-1], by a grid of

@@ -1,4 +1,4 @@
-/* step3_budget.cu: chapter 09, step 3 of 3, a launcher that reads its budget. Your file.
+/* step3_budget.cu: chapter 09, step 3 of 4, a launcher that reads its budget. Your file.
  *
  * The contract (occupancy.h): C = A * B in fp32 as in chapter 04, by the kernel below (given:
  * chapter 04's 2D register-blocked kernel with its tile, its stages of shared memory and its

@@ -7,6 +7,7 @@ const struct occ_step OCC_STEPS[] = {
     { "calculator", "an occupancy calculator" },
     { "inflight",   "Little's law: bytes in flight" },
     { "budget",     "a launcher that reads its budget" },
+    { "slices",     "smaller GPUs inside the GPU" },
 };
 const int OCC_NUM_STEPS = sizeof OCC_STEPS / sizeof OCC_STEPS[0];
 

@@ -1,4 +1,4 @@
-/* step1_occupancy.cu: chapter 09, step 1 of 3, an occupancy calculator. The reference.
+/* step1_occupancy.cu: chapter 09, step 1 of 4, an occupancy calculator. The reference.
  *
  * An SM holds a block only when it has room for all of it at once: its warps, its registers and
  * its shared memory, and a free block slot. So the blocks an SM holds is the smallest of four

@@ -1,4 +1,4 @@
-/* step2_inflight.cu: chapter 09, step 2 of 3, Little's law. The reference.
+/* step2_inflight.cu: chapter 09, step 2 of 4, Little's law. The reference.
  *
  * A read stream whose bytes in flight an SM are its parameters: blocks_per_sm blocks of
  * `threads` threads on every SM, each thread issuing `loads` independent loads of `vec` floats

@@ -1,4 +1,4 @@
-/* step3_budget.cu: chapter 09, step 3 of 3, a launcher that reads its budget. The reference.
+/* step3_budget.cu: chapter 09, step 3 of 4, a launcher that reads its budget. The reference.
  *
  * Chapter 04's 2D register-blocked SGEMM with its constants made template parameters: the block
  * tile BM x BN x BK, the fragment a thread TM x TN, the stages of shared memory, and the second
