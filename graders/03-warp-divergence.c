@@ -14,12 +14,11 @@
  *           steps' pairs) and CUB's compaction at two sizes, as tab-separated rows in F (GPU
  *           only)
  *
- * Tolerance of step 1. path_a and path_b (divergence.h) are chains of fmaf only, and fmaf is
- * correctly rounded both on the GPU and in C, so the kernels and the reference below compute
- * the same floats bit for bit. The grader still allows 1e-5 relative (plus 1e-5 absolute, for
- * path B's outputs near zero): room for a compiler that ever splits an fmaf, and more than six
- * orders of magnitude below what any wrong mapping produces (path A's output is about 450 x,
- * path B's about 0.55 x + 0.18, and two neighbouring inputs differ by about 0.5).
+ * Tolerance of step 1: none (TOL_EXACT, tolerance.h). path_a and path_b (divergence.h) are
+ * chains of fmaf only, and fmaf is one correctly rounded operation both on the GPU and in C,
+ * so the kernels and the reference below compute the same floats bit for bit. A wrong mapping
+ * is off by far more than rounding: path A's output is about 450 x, path B's about
+ * 0.55 x + 0.18, and two neighbouring inputs differ by about 0.5.
  *
  * Step 2 computes nothing: it moves elements, so its check is exact, bit for bit, on the
  * multiset of what it kept (any order is right).
@@ -42,8 +41,8 @@
  * at 2^22). 1.6 is 0.84 of that gain: a remap that still splits every warp measures 1.0. */
 #define NEEDS_SPEEDUP 1.6
 #define SPEED_N ((1 << 24) + 1) /* odd: the last pair of warps is partial */
-#define RTOL 1e-5
-#define ATOL 1e-5
+#define PROCESS_RTOL TOL_EXACT /* step 1: the same fmaf chains on both sides */
+#define PROCESS_ATOL TOL_EXACT
 
 /* Odd sizes, sizes just off a warp and off a pair of warps, one that is even (the last pair
  * complete but for one odd element), and a large one that fills the GPU many times over. On
@@ -100,6 +99,12 @@ static void reference(enum rung_output kind, const float *in, int n, double *ref
         ref[i] = ref_element(kind, i, in[i]);
 }
 
+/* got is want within step 1's tolerance (NaN never is) */
+static int process_within(double got, double want)
+{
+    return fabs(got - want) <= PROCESS_ATOL + PROCESS_RTOL * fabs(want);
+}
+
 /* A guess at the cause from the wrong elements: unwritten ones, and written ones that hold
  * the OTHER path's result for their own input (the parity of the thread or of the warp was
  * used where the element's parity belongs). Looks at up to 256 wrong elements. */
@@ -114,11 +119,11 @@ static void process_hint(const struct array_problem *p, const struct cmp_result 
     size_t seen = 0, swapped = 0, other = 0;
     for (size_t i = 0; i < (size_t)n && seen < 256; i++) {
         float got = p->h_out[i], want = (float)p->ref[i];
-        if (isnan(got) || fabs((double)got - want) <= ATOL + RTOL * fabs((double)want))
+        if (isnan(got) || process_within(got, want))
             continue;
         seen++;
         float wrong_path = (i & 1) ? path_a(p->h_in[i]) : path_b(p->h_in[i]);
-        if (fabs((double)got - wrong_path) <= ATOL + RTOL * fabs((double)wrong_path))
+        if (process_within(got, wrong_path))
             swapped++;
         else
             other++;
@@ -169,7 +174,8 @@ static void process_reference(const struct array_problem *p)
 }
 
 static const struct array_kind PROCESS = {
-    ARRAY_FLOW, .dims = ARRAY_1D, .reference = process_reference, .rtol = RTOL, .atol = ATOL,
+    ARRAY_FLOW, .dims = ARRAY_1D, .reference = process_reference, .rtol = PROCESS_RTOL,
+    .atol = PROCESS_ATOL,
     .guard_hint = "a thread whose element is past the end still stored: with a remap, an "
                   "element index can reach n while the thread index is below n. Bound the "
                   "element index, i >= n, before the load and the store",
@@ -188,7 +194,7 @@ static void vet_baseline(void *pp, struct rng *r, int slot)
     for (size_t k = 0; k < 4096; k++) {
         size_t i = k == 0 ? p->n - 1 : (size_t)(rng_next(r) % (uint64_t)p->n);
         double want = ref_element(OUT_PROCESS, i, p->h_in[i]);
-        ck_assert_msg(fabs(p->ref[i] - want) <= ATOL + RTOL * fabs(want),
+        ck_assert_msg(process_within(p->ref[i], want),
                       "the baseline process_divergent is wrong at [%zu]: %.7g, want %.7g "
                       "(is process_divergent.cu as given?)", i, p->ref[i], want);
     }
@@ -752,7 +758,7 @@ static int bench(const char *path)
             if (g->output == OUT_BLOCK_SUMS) {
                 reference(g->output, h_src, n, ref, scale);
                 struct cmp_result c = compare_f32(h_out, ref, scale, len, 0,
-                                                  fp32_dot_rtol(REDUCE_BLOCK), 0.0);
+                                                  tol_sum_fp32(REDUCE_BLOCK), 0.0);
                 if (c.bad) {
                     char desc[512];
                     cmp_describe(&c, 0, desc, sizeof desc);
@@ -764,7 +770,7 @@ static int bench(const char *path)
                     size_t i = k == 0 ? 0 : k == 1 ? (size_t)n - 1
                                                    : (size_t)(rng_next(&r) % (uint64_t)n);
                     double want = ref_element(g->output, i, h_src[i]);
-                    if (!(fabs(h_out[i] - want) <= ATOL + RTOL * fabs(want))) {
+                    if (!process_within(h_out[i], want)) {
                         fprintf(stderr, "bench: %s at n = %d is wrong at [%zu]: got %.7g, "
                                         "want %.7g\n", kernel, n, i, h_out[i], want);
                         return EXIT_FAILURE;

@@ -43,6 +43,7 @@
 #include "grade.h"
 #include "loop_ref.h"
 #include "pipeline.h"
+#include "tolerance.h"
 #include "watch.h"
 
 #define CHAPTER "06-error-checking"
@@ -132,10 +133,12 @@ static void problem_free(struct problem *p)
         CUDA_CHECK(err);
 }
 
-/* 0 when h_out matches the reference, else -1 with a description. */
+/* 0 when h_out equals the reference, else -1 with a description. Exact (TOL_EXACT): the
+ * replay performs the device's IEEE operations in the device's order. */
 static int problem_compare(const struct problem *p, char *desc, size_t len)
 {
-    struct cmp_result c = compare_f32(p->h_out, p->ref, NULL, (size_t)p->spec.n, 0, 1e-5, 1e-6);
+    struct cmp_result c =
+        compare_f32(p->h_out, p->ref, NULL, (size_t)p->spec.n, 0, TOL_EXACT, TOL_EXACT);
     if (c.bad == 0)
         return 0;
     cmp_describe(&c, 0, desc, len);

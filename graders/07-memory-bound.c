@@ -24,21 +24,23 @@
  *                both types, at six row lengths from 256 to 262144 (2^25 elements) with the
  *                copy kernel, as tab-separated rows in F (GPU only)
  *
- * Tolerances, with u the unit roundoff of fp32 (2^-24) and of the output format (2^-8 for
- * bf16), all probabilistic in the sense of Higham and Mary (SIAM J. Sci. Comput. 41(5), 2019):
- * rounding errors of n operations grow like sqrt(n) for any order of summation, and lambda = 8
- * fails a correct result with a probability below 1e-13. The deterministic worst case, (n-1) u
- * sum |x|, would let a dropped block of a sum of 2^28 pass.
- *   sum        |got - sum x| <= (8 sqrt(n) + 2) u sum |x|; and on inputs of +1 and -1, which
- *              fp32 adds exactly in the orders reductions use, exactly: at 2^28 the bound above
- *              is some 10^6 for a uniform input whose sum is about 10^4, so only the exact
- *              sum catches a lost block there
+ * Tolerances (tolerance.h, which derives each), with u the unit roundoff of fp32 (2^-24) and
+ * u_out that of the output format (2^-8 for bf16). A sum of n terms is held to the smaller of
+ * the worst case gamma_{n-1} = (n - 1) u / (1 - (n - 1) u), which holds for every input, and
+ * the probabilistic bound of Higham and Mary (SIAM J. Sci. Comput. 41(5), 2019) with
+ * lambda = 8, about 8 sqrt(n) u, which a correct result of n terms fails with a probability
+ * below n * 2.5e-14: the worst case alone would let a dropped block of a sum of 2^28 pass.
+ *   sum        |got - sum x| <= min(gamma_{n-1}, (8 sqrt(n) + 2) u) sum |x|; and on inputs of
+ *              +1 and -1, which fp32 adds exactly in the orders reductions use, exactly: at
+ *              2^28 the bound above is some 10^6 for a uniform input whose sum is about 10^4,
+ *              so only the exact sum catches a lost block there
  *   softmax    |got - y| <= ((16 + 4 d + 8 sqrt(cols)) u + u_out) y + 2^-126, d = max - x: the
  *              argument of exp is rounded relative to d (and __expf's error grows with it),
  *              the sum has cols terms, the division and the store round once each
- *   RMSNorm    |got - y| <= ((8 sqrt(cols) + 16) u + u_out) |y| + 2^-126
- *   LayerNorm  the RMSNorm bound on |(x - mu) rstd w|, plus rstd |w| (8 sqrt(cols) + 2) u
- *              mean|x| for the rounding of the mean (a shift of the whole row), plus u_out |y|.
+ *   RMSNorm    |got - y| <= (min(gamma_cols, 8 sqrt(cols) u) + 15 u + u_out) |y| + 2^-126
+ *   LayerNorm  the RMSNorm bound on |(x - mu) rstd w|, plus rstd |w| min(gamma_{cols-1} + u,
+ *              (8 sqrt(cols) + 2) u) mean|x| for the rounding of the mean (a shift of the
+ *              whole row), plus u |b| and u_out |y|.
  *              On the shifted rows (mean 1e4 and variance 1e-2 in fp32; mean 256 and variance
  *              1 in bf16, whose spacing at 1e4 is 64) that shift allowance is large, so
  *              those rows are also held to their spread: each output row's variance within
@@ -57,12 +59,10 @@
 #include "concept.h"
 #include "membound.h"
 #include "sass.h"
+#include "tolerance.h"
 
 #define CHAPTER "07-memory-bound"
 #define NSTEPS 5
-#define U32 (1.0 / 16777216.0) /* 2^-24 */
-#define UBF16 (1.0 / 256.0)    /* 2^-8 */
-#define TINY 1.1754943508222875e-38 /* 2^-126: outputs under it may be flushed to zero */
 #define RMS_EPS 1e-6f
 #define LN_EPS 1e-5f
 
@@ -274,8 +274,8 @@ static void mb_fill_inputs(void *pp, struct rng *r)
 static void reference(struct mb_problem *p)
 {
     const struct mb_shape *s = &p->s;
-    double uout = s->dtype == BF16 ? UBF16 : U32;
-    double sq = sqrt((double)s->cols);
+    const enum tol_format out = s->dtype == BF16 ? TOL_BF16 : TOL_FP32;
+    const double flush = tol_floor(TOL_FP32); /* outputs under it may be flushed to zero */
     if (s->op == OP_SUM) {
         double sum = 0, abs = 0;
         for (size_t i = 0; i < p->n; i++) {
@@ -283,7 +283,7 @@ static void reference(struct mb_problem *p)
             abs += fabs((double)p->h_x[i]);
         }
         p->ref[0] = sum; /* NaN when a NaN is in */
-        p->tol[0] = s->vec == V_SIGNS ? 0 : (8 * sq + 2) * U32 * abs;
+        p->tol[0] = (s->vec == V_SIGNS ? TOL_EXACT : tol_sum_fp32((long)p->n)) * abs;
         return;
     }
     for (int row = 0; row < s->rows; row++) {
@@ -310,17 +310,17 @@ static void reference(struct mb_problem *p)
                 if (isinf(d))
                     d = 0, y = 0;
                 ref[c] = y;
-                tol[c] = ((16 + 4 * d + 8 * sq) * U32 + uout) * y + TINY;
+                tol[c] = tol_softmax(d, s->cols, out) * y + flush;
             }
         } else if (s->op == OP_RMS) {
             double ss = 0;
             for (int c = 0; c < s->cols; c++)
                 ss += (double)x[c] * x[c];
-            double rstd = 1 / sqrt(ss / s->cols + p->eps);
+            double rstd = 1 / sqrt(ss / s->cols + p->eps), rel = tol_rmsnorm(s->cols, out);
             for (int c = 0; c < s->cols; c++) {
                 double y = x[c] * rstd * p->h_w[c];
                 ref[c] = y;
-                tol[c] = ((8 * sq + 16) * U32 + uout) * fabs(y) + TINY;
+                tol[c] = rel * fabs(y) + flush;
             }
         } else {
             double mu = 0, var = 0, mabs = 0;
@@ -332,12 +332,13 @@ static void reference(struct mb_problem *p)
                 var += ((double)x[c] - mu) * ((double)x[c] - mu);
             var /= s->cols;
             double rstd = 1 / sqrt(var + p->eps), ymean = 0, yvar = 0;
+            const struct tol_layernorm t = tol_layernorm(s->cols, out);
             for (int c = 0; c < s->cols; c++) {
                 double z = ((double)x[c] - mu) * rstd * p->h_w[c], y = z + p->h_b[c];
                 ref[c] = y;
                 ymean += y;
-                tol[c] = (8 * sq + 16) * U32 * fabs(z) + uout * fabs(y) + U32 * fabs(p->h_b[c]) +
-                         rstd * fabs(p->h_w[c]) * (8 * sq + 2) * U32 * mabs + TINY;
+                tol[c] = t.z * fabs(z) + t.y * fabs(y) + t.b * fabs(p->h_b[c]) +
+                         t.mean * rstd * fabs(p->h_w[c]) * mabs + t.floor;
             }
             ymean /= s->cols;
             for (int c = 0; c < s->cols; c++)
@@ -435,7 +436,7 @@ static struct verdict compare(struct mb_problem *p)
             v.nan_missing++;
     }
     if (p->s.op == OP_LN && p->s.vec == V_SHIFTED && !v.bad) {
-        double bound = p->s.dtype == BF16 ? 0.05 : 0.02;
+        double bound = tol_layernorm_variance(p->s.dtype == BF16 ? TOL_BF16 : TOL_FP32);
         for (int row = 0; row < p->s.rows && v.bad_var_row < 0; row++) {
             size_t b = (size_t)row * p->s.cols;
             double mean = 0, var = 0;
@@ -635,7 +636,8 @@ struct launcher {
  * references (ref_MEMBOUND_STEPS) */
 static int launchers_of(int k, struct launcher *out)
 {
-    const struct membound_step *s = &MEMBOUND_STEPS[k - 1], *prev = k > 1 ? &ref_MEMBOUND_STEPS[k - 2] : NULL;
+    const struct membound_step *s = &MEMBOUND_STEPS[k - 1];
+    const struct membound_step *prev = k > 1 ? &ref_MEMBOUND_STEPS[k - 2] : NULL;
     int n = 0;
     switch (s->kind) {
     case MB_SUM:

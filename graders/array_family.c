@@ -135,7 +135,7 @@ void array_check(void *pp, int slot, const char *what)
     size_t out_cols = (size_t)(p->s.cols == 0 ? 0 : transposed ? p->s.rows : p->s.cols);
     int exact = k->move != ARRAY_COMPUTED;
     struct cmp_result c = compare_f32(p->h_out, p->ref, NULL, p->n, out_cols,
-                                      exact ? 0.0 : k->rtol, exact ? 0.0 : k->atol);
+                                      exact ? TOL_EXACT : k->rtol, exact ? TOL_EXACT : k->atol);
     if (c.bad == 0)
         return;
     char desc[512], hint[600] = "";

@@ -23,6 +23,7 @@
 #define ARRAY_FAMILY_H
 
 #include "flow.h"
+#include "tolerance.h"
 
 struct array_shape { int rows, cols; }; /* 1-D: cols 0, ARRAY_N(n) */
 #define ARRAY_N(n) { (n), 0 }
@@ -53,7 +54,7 @@ struct array_kind {
     enum array_dims dims;
     enum array_move move;
     void (*reference)(const struct array_problem *p); /* ARRAY_COMPUTED: p->ref from p->h_in */
-    double rtol, atol;       /* ARRAY_COMPUTED's tolerance (a move is exact) */
+    double rtol, atol;       /* ARRAY_COMPUTED's tolerance, from tolerance.h (a move: TOL_EXACT) */
     const char *guard_hint;  /* the hint when a store lands past the end of out */
     const char *in_guard_hint; /* ... around in, which is only read (NULL: the family's) */
     array_hint_fn hint;      /* the hint on wrong values (NULL, or "" from it: cmp_hint's) */

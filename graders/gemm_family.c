@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "blas.h"
+#include "tolerance.h"
 
 /* Host and device buffers of one problem, with its reference over `rows` rows of C. */
 struct gemm_problem {
@@ -21,7 +22,7 @@ struct gemm_problem {
     double *ref, *scale;     /* rows x n */
     void *d_a, *d_b;
     float *d_c;
-    double rtol_mult;        /* 2 where the reference is the library's: both sides round */
+    double rtol_mult;        /* TOL_TWO_SIDED where the reference is the library's */
 };
 
 static size_t na_of(struct gemm_shape s) { return (size_t)s.m * s.k; }
@@ -109,7 +110,7 @@ void *gemm_init(const struct flow_kind *kind, const void *shape)
     p->k = k;
     p->s = s;
     p->elem = k->input == GEMM_BF16 ? sizeof(uint16_t) : sizeof(float);
-    p->rtol_mult = k->ref == GEMM_REF_LIBRARY ? 2.0 : 1.0;
+    p->rtol_mult = k->ref == GEMM_REF_LIBRARY ? TOL_TWO_SIDED : 1.0;
     int sampled = k->sampled && gemm_macs(&s) > GEMM_FULL_REF_MACS && s.m > GEMM_SAMPLE_ROWS;
     cover_rows(p, sampled ? GEMM_SAMPLE_ROWS : s.m);
     size_t na = na_of(s), nb = nb_of(s), nc = nc_of(s);
@@ -281,6 +282,13 @@ void gemm_launch(void *pp, flow_fn fn)
 
 /* ---- the check ------------------------------------------------------------------------------ */
 
+/* The tolerance of an element of C, relative to sum |a||b| (tolerance.h): a dot product of
+ * length len of the kind's inputs, accumulated in fp32. */
+static double dot_rtol(const struct gemm_kind *k, int len)
+{
+    return k->input == GEMM_BF16 ? tol_dot_bf16(len) : tol_dot_fp32(len);
+}
+
 /* C from the device, and the covered rows compared against ref. Returns 0 when right, else
  * fills `desc` (what is wrong, with real row and column numbers) and `hint` (a guess from
  * where the wrong elements sit, or ""). */
@@ -339,7 +347,7 @@ void gemm_check(void *pp, int slot, const char *what)
         grade_hint(slot, "%s", p->k->guard_hint);
         ck_abort_msg("%dx%dx%d: %s: %s", s.m, s.k, s.n, what, guard);
     }
-    if (compare(p, p->rtol_mult * fp32_dot_rtol(s.k), desc, sizeof desc, hint, sizeof hint) == 0)
+    if (compare(p, p->rtol_mult * dot_rtol(p->k, s.k), desc, sizeof desc, hint, sizeof hint) == 0)
         return;
     const char *given = p->k->hint ? p->k->hint : "";
     grade_hint(slot, "%s", hint[0] && !p->k->given_first ? hint : given);
@@ -352,7 +360,7 @@ void gemm_bench_fill(void *pp, struct rng *r)
 {
     struct gemm_problem *p = pp;
     struct gemm_shape s = p->s;
-    p->rtol_mult = 2.0;
+    p->rtol_mult = TOL_TWO_SIDED;
     /* the bench checks what the host can afford: a sampled kind samples rows past a quarter
      * of GEMM_FULL_REF_MACS (|A||B| of all of C is as slow as the reference itself); a kind
      * that is not sampled checks all of C up to GEMM_FULL_REF_MACS, and nothing past it */
@@ -379,7 +387,8 @@ int gemm_bench_check(void *pp, const char *name, const char *shape)
         fprintf(stderr, "bench: %s at %s wrote outside C: %s\n", name, shape, guard);
         return -1;
     }
-    if (compare(p, 2 * fp32_dot_rtol(p->s.k), desc, sizeof desc, hint, sizeof hint) != 0) {
+    double rtol = TOL_TWO_SIDED * dot_rtol(p->k, p->s.k);
+    if (compare(p, rtol, desc, sizeof desc, hint, sizeof hint) != 0) {
         fprintf(stderr, "bench: %s at %s is wrong: %s\n", name, shape, desc);
         return -1;
     }

@@ -5,8 +5,9 @@
  *              GEMM_FULL_REF_MACS a sample of GEMM_SAMPLE_ROWS rows spread over C, every element
  *              of C still required to be written; or cuBLAS's own result (sgemm, bf16 GemmEx),
  *              with |A||B| from the host (fp32) or from cuBLAS on |A|, |B| (bf16), checked at
- *              twice the tolerance (both sides round)
- *   check      guard zones, then compare_f32 at fp32_dot_rtol(k): "MxKxN: WHAT: 12 of 1000
+ *              TOL_TWO_SIDED times the tolerance (both sides round)
+ *   check      guard zones, then compare_f32 at tol_dot_fp32(k) or tol_dot_bf16(k)
+ *              (tolerance.h), relative to |A||B|: "MxKxN: WHAT: 12 of 1000
  *              wrong, ..." (cmp_describe), with a hint: cmp_hint's guess, the chapter's own
  *              (hint_fn), or the kind's given hint (first, when given_first)
  *   bench      flow_bench over the kind, rows "MxKxN" with GB/s and GFLOP/s; gemm_tune, chapter

@@ -2,7 +2,8 @@
  * replayed on the host; the reference of chapter 06's run_pipeline and of chapter 08's graph of
  * the same loop. Each element's every step is one IEEE operation in the kernels' own order,
  * (l + c) + r then times 1/3, then + 1, with no product fed to a sum that a compiler could
- * fuse: the replay is bit for bit what a device computes. */
+ * fuse: the replay is bit for bit what a device computes, and the graders compare it exactly
+ * (TOL_EXACT, tolerance.h). */
 #ifndef LOOP_REF_H
 #define LOOP_REF_H
 

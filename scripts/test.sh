@@ -131,6 +131,8 @@ step "make grade refuses a bad CH, STEP, SOLUTIONS, BACKEND or SEED before it bu
 step "a bench's rows against the committed ones: a rung 5% slower flagged, with both clocks" \
     tests/regress.sh
 step "make predict's model on inputs whose answers are worked out by hand" tests/predict.sh
+step "every grader's tolerance from graders/tolerance.h, none over twice its derivation" \
+    tests/tolerance.sh
 step "GRADE_TRACE: each test's milestones, in its judge and its runner" tests/trace.sh
 step "every grade is bounded from outside; a grade cut short is marked partial" tests/bound.sh
 step "the judge on a GPU runs what it times alone, the rest several at a time" tests/judge.sh
