@@ -20,15 +20,15 @@
  *     1024 < cols <= 32768  a block a row, the row held in registers: 32 values a thread,
  *                           as few threads as that needs (up to 1024), so that each thread
  *                           has several 16-byte loads in flight
- *     longer rows, 16-byte aligned, on a GPU with cooperative launch: the row split across
+ *     longer fp32 rows, 16-byte aligned, on a GPU with cooperative launch: the row split across
  *                           persistent blocks (the split kernel says how), each holding a slice
  *                           of 8192 values in registers and exchanging (max, sum) pairs with
  *                           the row's other slices through the scratch. One read of the row,
  *                           one write, like the shorter rows.
- *     32768 < cols <= 65536, bf16 rows 16-byte aligned, where the rows are not split (the CPU
- *                           backend): a block a row, the row held as it was loaded, 64 bf16 a
- *                           thread in 32 registers, widened on each of three passes (max, sum,
- *                           outputs), the exponential taken twice
+ *     32768 < cols <= 65536, bf16 rows 16-byte aligned (split rows measured slower in bf16:
+ *                           softmax_split says why): a block a row, the row held as it was
+ *                           loaded, 64 bf16 a thread in 32 registers, widened on each of three
+ *                           passes (max, sum, outputs), the exponential taken twice
  *     32768 < cols <= 65536, fp32 rows 16-byte aligned, where the rows are not split but the
  *                           GPU launches clusters (sm_90): a cluster of 2 blocks a row, the
  *                           row held in their registers, 32 values a thread. Each block reduces
@@ -36,11 +36,11 @@
  *                           shared memory; after the cluster's barrier every thread reads the
  *                           C pairs through distributed shared memory and merges them.
  *     the other rows (and the CPU backend's longer rows): a block a row that does not hold
- *                           it. The first pass
- *                           streams the row through the online update (per thread: every 16
- *                           values merged into a running (max, sum)), the second reads it
- *                           again for the outputs. 3 passes of traffic instead of 2: at most
- *                           ~67% of copy, a little more where the second read hits L2.
+ *                           it. The first pass streams the row through the online update
+ *                           (per thread: every 16 values merged into a running (max, sum)),
+ *                           the second reads it again for the outputs. 3 passes of traffic
+ *                           instead of 2: at most ~67% of copy, a little more where the
+ *                           second read hits L2.
  *   16-byte loads and stores (a float4, or 8 bf16) where every row starts on a 16-byte
  *   boundary (cols % 4 == 0 for f32, cols % 8 == 0 for bf16, and 16-byte aligned pointers),
  *   one element at a time otherwise.
@@ -686,11 +686,15 @@ static bool softmax_cluster(const T *d_in, T *d_out, int rows, int cols)
  * zeroed before each launch. false, launching nothing, where the device has no cooperative
  * launch, the grid it holds cannot take a row's slices at once, or the pairs would not fit the
  * scratch: those rows are streamed. The grid (the blocks the device holds at once) is asked
- * once a kernel: one device, as everywhere in this workbook. */
+ * once a kernel: one device, as everywhere in this workbook.
+ * fp32 rows only. A bf16 slice of 8192 values is 16 KB against fp32's 32 KB, so the fixed
+ * cost of a slice (the ticket, two barriers, the publish and the wait) weighs twice as much
+ * against its bytes; on the H200 the split bf16 rows measured slower than the packed block
+ * kernel at 65536 columns and than the streamed one at 262144, and bf16 keeps those. */
 template <typename T, int W>
 static bool softmax_split(const T *d_in, T *d_out, int rows, int cols, void *d_scratch)
 {
-    if constexpr (W == 1) {
+    if constexpr (W == 1 || sizeof(T) != 4) {
         return false;
     } else {
         static int grid; /* 0 not asked, -1 no cooperative launch */

@@ -12,13 +12,13 @@
  *                           threads as that needs (16 values, 16384 columns, where rows are
  *                           not 16-byte aligned), so that each thread has several 16-byte
  *                           loads in flight and the reductions span few warps
- *     longer rows, 16-byte aligned, on a GPU with cooperative launch: the row split across
+ *     longer fp32 rows, 16-byte aligned, on a GPU with cooperative launch: the row split across
  *                           persistent blocks, as in step 4: each block holds a slice of 8192
  *                           values and publishes its statistics (RMSNorm: the sum of squares;
  *                           LayerNorm: its moments, merged as below) through the scratch; one
  *                           read of the row and one write
- *     32768 < cols <= 65536, bf16 rows 16-byte aligned, where the rows are not split (the CPU
- *                           backend): a block a row, the row held as it was loaded (64 bf16 a
+ *     32768 < cols <= 65536, bf16 rows 16-byte aligned (split rows measured slower in bf16):
+ *                           a block a row, the row held as it was loaded (64 bf16 a
  *                           thread in 32 registers), widened on each pass (step 4's packed
  *                           softmax says why)
  *     32768 < cols <= 65536, fp32 rows 16-byte aligned, where the rows are not split but the
@@ -757,12 +757,13 @@ static bool norm_cluster(const T *d_x, const T *d_w, const T *d_b, T *d_y, int r
 #if HAVE_CLUSTERS
 /* Launches the split kernel, as step 4's softmax_split: false, launching nothing, where the
  * device has no cooperative launch, its grid cannot take a row's slices at once, or the
- * statistics would not fit the scratch. */
+ * statistics would not fit the scratch; and for bf16 rows, which measured slower split than
+ * held by one block or streamed (step 4's softmax_split says why). */
 template <typename T, int W, bool LAYER>
 static bool norm_split(const T *d_x, const T *d_w, const T *d_b, T *d_y, int rows, int cols,
                        float eps, void *d_scratch)
 {
-    if constexpr (W == 1) {
+    if constexpr (W == 1 || sizeof(T) != 4) {
         return false;
     } else {
         static int grid; /* 0 not asked, -1 no cooperative launch */
