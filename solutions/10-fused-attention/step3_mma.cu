@@ -69,6 +69,9 @@ attention_mma_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *
                      T *__restrict__ o, float *__restrict__ lse, int len, int causal,
                      float scale)
 {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+    __trap(); /* sm_75: no bf16 or fp16 mma.sync m16n8k16 with these layouts before sm_80 */
+#else
     constexpr int KD = D / 16;  /* 16-wide steps of dim: Q's A fragments */
     constexpr int NS = BC / 8;  /* 8-key accumulators of S a row block */
     constexpr int NO = D / 8;   /* 8-column accumulators of O */
@@ -210,6 +213,7 @@ attention_mma_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *
         if (qd == 0)
             lse[blockIdx.y * (size_t)len + row] = m[h] * LN2 + logf(l[h]);
     }
+#endif
 }
 
 template <typename T, int D>
