@@ -28,26 +28,27 @@
  *   grade --bench F  both steps, bf16, dim 64 and 128 (hidden size 2048: 32 and 16 heads),
  *                batch 2, len 512 to 8192, causal and not (GPU only)
  *
- * Tolerances. u is the unit roundoff of fp32 (2^-24), u_t that of the inputs' format (2^-8
- * bf16, 2^-11 fp16). Per query row i, the reference (in double) gives the scores s_j, the
- * probabilities p_j, o = sum p_j v_j, lse = m + log l, and two scales: A_c = sum_j p_j |v_jc|
- * (what the rounding of the sum of o's column c is relative to) and E_i = scale max_j sum_c
- * |q_ic||k_jc| (what a score's rounding is relative to). Then, with n the keys row i sees,
- *   o    |got - o| <= u_t |o| + A_c (u_t + (4 (dim + 2) E_i + 16 sqrt(n) + 64) u)
- *                     + atol (1 + sum_j |v_jc| / l)
- *   lse  |got - lse| <= (8 |lse| + 4 (dim + 2) E_i + 16 sqrt(n) + 64) u
+ * Tolerances (graders/tolerance.h: tol_attention; TOLERANCE.md derives them). u is the unit
+ * roundoff of fp32 (2^-24), u_t that of the inputs' format (2^-8 bf16, 2^-11 fp16). Per query
+ * row i, the reference (in double) gives the scores s_j, the probabilities p_j, o = sum p_j v_j,
+ * lse = m + log l, and two scales: A_c = sum_j p_j |v_jc| (what the rounding of the sum of o's
+ * column c is relative to) and E_i = scale max_j sum_c |q_ic||k_jc| (what a score's rounding is
+ * relative to). Then, with n the keys row i sees and w = (4 (dim + 2) E_i + 16 sqrt(n) + 64) u,
+ *   o    |got - o| <= u_t |o| + A_c (u_t + w) + a (1 + sum_j |v_jc| / l)
+ *   lse  |got - lse| <= 8 u |lse| + w
  * u_t |o|: o is rounded to the format once. u_t A_c: P may be rounded to the format before
  * the second product (step 1 does, as every tensor-core kernel does). A score's error, at most
  * (dim + 2) u E_i for fp32 accumulation of exact bf16 or fp16 products, moves p_j by that
- * relative amount, and o and lse by at most twice that (the normalisation): 4 (dim + 2) E_i
- * leaves a factor of 2 for __expf's own error and the rounding of s - m. The sums of n terms
- * (l, and o's) are held to the probabilistic bound of Higham and Mary with lambda = 16 (the
- * chapter 07 and GEMM graders use 8), and 64 u covers the few roundings of the rescales, the
- * division and the log. atol: 2^-25 for fp16 (its subnormals are spaced 2^-24), 2^-126 for
- * bf16, once for o's own rounding and once for each weight p_j (relative to the row's max,
- * so at most 1) that P's rounding to the format puts among the subnormals, where the error is
- * atol, not u_t p_j: atol (1 + sum_j |v_jc| / l) in all (worst case; FA3's vector, one key
- * dominating a row, leaves most weights there in fp16). A dropped key (weight about 1/n) or a mask off by one key breaks o far outside this
+ * relative amount, o by at most twice that (the normalisation) and lse by at most once: in o,
+ * 4 (dim + 2) E_i leaves a factor of 2 for __expf's own error and the rounding of s - m. The
+ * sums of n terms (l, and o's) are held to the probabilistic bound of Higham and Mary at
+ * lambda = 8 each, 16 sqrt(n) for the two, and 64 u covers the few roundings of the rescales,
+ * the division and the log. lse's allowance is looser than twice its derivation (2.5 to 4 times
+ * on the graded rows). a: 2^-25 for fp16 (its subnormals are spaced 2^-24), 2^-126 for bf16,
+ * once for o's own rounding and once for each weight p_j (relative to the row's max, so at most
+ * 1) that P's rounding to the format puts among the subnormals, where the error is a, not
+ * u_t p_j (worst case; FA3's vector, one key dominating a row, leaves most weights there in
+ * fp16). A dropped key (weight about 1/n) or a mask off by one key breaks o far outside this
  * on the short rows, and a score out by a rescale breaks it everywhere.
  * NaN: where the reference is NaN (a NaN row of q; a row that sees a NaN row of k) the output
  * must be NaN; NaN passes nowhere else.
@@ -62,13 +63,9 @@
 #include "flow.h"
 #include "concept.h"
 #include "attention.h"
+#include "tolerance.h"
 
 #define CHAPTER "10-fused-attention"
-#define U32 (1.0 / 16777216.0)  /* 2^-24 */
-#define UBF16 (1.0 / 256.0)     /* 2^-8 */
-#define UF16 (1.0 / 2048.0)     /* 2^-11 */
-#define TINY 1.1754943508222875e-38 /* 2^-126 */
-#define F16_ATOL (1.0 / 33554432.0) /* 2^-25: half of fp16's subnormal spacing */
 
 /* ==== the problem ========================================================================== */
 
@@ -81,18 +78,10 @@ enum vec {
                   which every later row sees */
     V_FA3,     /* FlashAttention-3's accuracy vector: q, k, v drawn from N(0, 1) plus
                   N(0, 100) x Bernoulli(0.001), rare outliers of 10 sigma; o is also held to an
-                  RMSE against the double-precision reference (FA3_RMSE_F16 and _BF16) */
+                  RMSE against the double-precision reference (tol_attention_rmse) */
 };
 static const char *const VEC_NAME[] = { "", ", scores to +-200", ", NaN rows",
                                         ", FA3 outliers" };
-
-/* The RMSE of o on the V_FA3 vector, against double precision. FlashAttention-3 reports 1.9e-4
- * for its fp16 kernel and 3.2e-4 for unfused attention at its shapes; fp16 is held to 2e-4.
- * Every rounding that reaches o (o's own, and P's before the second product) is relative to
- * the format's unit roundoff, the fp32 terms being 2^13 (bf16 2^16) times smaller: so bf16's
- * allowance is fp16's times u_bf16 / u_fp16 = 2^-8 / 2^-11 = 8, 1.6e-3. */
-#define FA3_RMSE_F16 2e-4
-#define FA3_RMSE_BF16 (FA3_RMSE_F16 * (UBF16 / UF16))
 
 struct at_shape {
     int dtype, batch, heads, len, dim, causal, vec;
@@ -167,7 +156,7 @@ static double from_f16(uint16_t h)
 
 static uint16_t to_fmt(int dtype, double v) { return dtype == F16 ? to_f16(v) : to_bf16(v); }
 static double from_fmt(int dtype, uint16_t h) { return dtype == F16 ? from_f16(h) : from_bf16(h); }
-static double u_of(int dtype) { return dtype == F16 ? UF16 : UBF16; }
+static enum tol_format tol_fmt(int dtype) { return dtype == F16 ? TOL_FP16 : TOL_BF16; }
 
 static void at_shape_name(const void *shape, char *buf, size_t len)
 {
@@ -320,8 +309,7 @@ static void reference_row(struct at_problem *p, int bh, int i, double *sc, doubl
     double l = 0;
     for (int j = 0; j < n; j++)
         l += pr[j] = exp(sc[j] - m);
-    const double ut = u_of(s->dtype), atol = s->dtype == F16 ? F16_ATOL : TINY;
-    const double sums = (4.0 * (d + 2) * e_max + 16 * sqrt((double)n) + 64) * U32;
+    const struct tol_attention t = tol_attention(d, e_max, n, tol_fmt(s->dtype));
     for (int c = 0; c < d; c++) {
         double acc = 0, a = 0, va = 0;
         for (int j = 0; j < n; j++) {
@@ -331,13 +319,12 @@ static void reference_row(struct at_problem *p, int bh, int i, double *sc, doubl
             va += fabs(v);
         }
         o[c] = acc / l;
-        /* atol (va / l): a weight p_j rounded to the format may fall among its subnormals,
+        /* o_abs (va / l): a weight p_j rounded to the format may fall among its subnormals,
          * where the error is up to half their spacing, not u_t p_j */
-        tol[c] = ut * fabs(o[c]) + (a / l) * (ut + sums) + atol * (1 + va / l);
+        tol[c] = t.o_rel * fabs(o[c]) + (a / l) * t.o_a + t.o_abs * (1 + va / l);
     }
     p->ref_lse[row] = m + log(l);
-    p->tol_lse[row] = (8 * fabs(p->ref_lse[row]) + 4.0 * (d + 2) * e_max +
-                       16 * sqrt((double)n) + 64) * U32;
+    p->tol_lse[row] = tol_attention_lse(d, e_max, n, p->ref_lse[row]);
 }
 
 static void at_fill(void *pp, struct rng *r)
@@ -505,7 +492,7 @@ static void at_check(void *pp, int slot, const char *what)
     }
     if (p->s.vec == V_FA3 && p->ref_lse_valid) {
         const double rmse = sqrt(v.sq_err / (double)v.checked);
-        const double bound = p->s.dtype == F16 ? FA3_RMSE_F16 : FA3_RMSE_BF16;
+        const double bound = tol_attention_rmse(tol_fmt(p->s.dtype));
         if (rmse > bound) {
             grade_hint(slot, "every element is within its bound, but the errors add up: round "
                              "to the format once (o at the store, P before the second product), "
@@ -519,17 +506,19 @@ static void at_check(void *pp, int slot, const char *what)
 
 /* The speed test's reference is step 1's o on the GPU (the host would take minutes at len
  * 4096): both sides round, so the allowance doubles, and the sum's scale A_c is bounded by
- * max |v| = 1; lse, which step 1 does not write, is checked by the correctness tests only. */
+ * max |v| = 1 (tol_attention_vs_gpu); dim stands in for E, which q and k in [-1, 1) at scale
+ * 1 / sqrt(dim) keep below sqrt(dim). lse, which step 1 does not write, is checked by the
+ * correctness tests only. */
 static void at_adopt(void *pp)
 {
     struct at_problem *p = pp;
     gpu_sync();
     to_host(p->raw_o, p->d_o, p->nqkv * 2);
-    const double ut = u_of(p->s.dtype);
-    const double sums = (4.0 * (p->s.dim + 2) * p->s.dim + 16 * sqrt((double)p->s.len) + 64) * U32;
+    const struct tol_attention t = tol_attention(p->s.dim, p->s.dim, p->s.len,
+                                                 tol_fmt(p->s.dtype));
     for (size_t e = 0; e < p->nqkv; e++) {
         p->ref_o[e] = from_fmt(p->s.dtype, p->raw_o[e]);
-        p->tol_o[e] = 2 * (ut * fabs(p->ref_o[e]) + ut + sums) + F16_ATOL;
+        p->tol_o[e] = tol_attention_vs_gpu(&t, p->ref_o[e]);
     }
     p->ref_lse_valid = 0;
 }

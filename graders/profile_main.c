@@ -33,6 +33,8 @@
 #include <string.h>
 #include <math.h>
 #include <cuda_runtime_api.h>
+
+#include "tolerance.h"
 #ifdef HARNESS_EMU
 #include "emu_profile.h"
 #include "profile_row.h"
@@ -201,7 +203,7 @@ static int run_one(const char *name, rung_fn fn, int sorted_input)
                 if (!(err <= worst))
                     worst = err;
             }
-        ok = worst < 1e-4;
+        ok = worst < TOL_PROFILE_MATMUL;
     }
     free(ha), free(hb), free(hc);
 #elif FAMILY_TRANSPOSE

@@ -25,6 +25,7 @@
 #include <cuda_runtime_api.h>
 
 #include "membound.h"
+#include "tolerance.h"
 #ifdef HARNESS_EMU
 #include "emu_profile.h"
 #include "profile_row.h"
@@ -42,6 +43,9 @@ struct rung {
 };
 
 #define SUM_N 65539 /* 2^16 + 3: a float4 path and a scalar tail */
+/* the contract's eps of LayerNorm and RMSNorm, as chapter 07's grader passes them */
+#define LN_EPS 1e-5f
+#define RMS_EPS 1e-6f
 static const struct rung RUNGS[] = {
     { "atomic", R_SUM, 1, SUM_N, sum_atomic, NULL, NULL, NULL },
     { "tree", R_SUM, 1, SUM_N, sum_tree, NULL, NULL, NULL },
@@ -112,8 +116,8 @@ static int run_one(const struct rung *r, double *work)
     switch (r->op) {
     case R_SUM: r->sum(dx, r->cols, dy, scratch); break;
     case R_SOFTMAX: r->softmax(dx, dy, r->rows, r->cols, scratch); break;
-    case R_LN: r->ln(dx, dw, db, dy, r->rows, r->cols, 1e-5f, scratch); break;
-    case R_RMS: r->rms(dx, dw, dy, r->rows, r->cols, 1e-6f, scratch); break;
+    case R_LN: r->ln(dx, dw, db, dy, r->rows, r->cols, LN_EPS, scratch); break;
+    case R_RMS: r->rms(dx, dw, dy, r->rows, r->cols, RMS_EPS, scratch); break;
     }
     cudaError_t e = cudaDeviceSynchronize();
     if (e == cudaSuccess && r->op == R_SUM) { /* the rows' results are the grader's to check */
@@ -122,7 +126,7 @@ static int run_one(const struct rung *r, double *work)
         double want = 0, abs = 0;
         for (size_t i = 0; i < n; ++i)
             want += hx[i], abs += fabs((double)hx[i]);
-        ok = fabs(got - want) <= 1e-5 * abs;
+        ok = fabs(got - want) <= TOL_PROFILE_SUM * abs;
     }
     free(hx), free(hw), free(hb);
     cudaFree(dx), cudaFree(dw), cudaFree(db), cudaFree(dy), cudaFree(scratch);
