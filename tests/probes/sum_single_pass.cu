@@ -4,6 +4,8 @@
 // the loads bypass L1 (ld.global.nc.L1::no_allocate, a streaming read). Each configuration is
 // timed as the step's launcher runs it: a memset of the ticket counter, then the kernel.
 //
+// Its measurements on the H200: plots/data/h200/probe-sum-single-pass.tsv.
+//
 // Build and run on a GPU:
 //   nvcc -O3 -std=c++17 -arch=sm_90 -o sum_single_pass tests/probes/sum_single_pass.cu
 //   ./sum_single_pass
