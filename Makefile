@@ -83,6 +83,8 @@ GIVEN_FROM_08-transfers-streams := chapters/06-error-checking/pipeline_kernels.c
 GIVEN_FROM_10-fused-attention := solutions/07-memory-bound/step4_softmax.cu
 # Chapter 11 measures its steps against chapter 07's copy kernel.
 GIVEN_FROM_11-mixed-precision := chapters/07-memory-bound/copy.cu
+# Chapter 09's bench runs chapter 04's ladder (its references) inside slices of the GPU.
+GIVEN_FROM_09-occupancy := $(call cu_sources,solutions,04-shared-memory-tiling)
 
 # Kernel files whose CPU-backend objects carry the GPU compiler's registers, static shared
 # memory and launch bounds of each kernel, for cudaFuncGetAttributes, the occupancy calls and

@@ -47,6 +47,10 @@
 #include "gemm_family.h"
 #include "grade.h"
 #include "occupancy.h"
+#ifndef HARNESS_EMU
+#include "blas.h"
+#include "../chapters/04-shared-memory-tiling/tiled.h" /* chapter 04's ladder, for step 4's bench */
+#endif
 
 #define CHAPTER "09-occupancy"
 #define KIB ((size_t)1024)
@@ -1243,8 +1247,11 @@ static void add_tests(Suite *s)
  *   slice:*            step 4: in slices of 8, 16, 32, 64 and all the device's SMs (slice_open):
  *                      slice:copy, the given copy on the slice's stream; then, with the slice's
  *                      green context current (slice_enter), slice:inflight, stream_sum at
- *                      SLICE_INFLIGHT, and the tuning table: slice:budget:ROW for every row
- *                      and slice:budget:chosen, at each of BENCH_GEMMS
+ *                      SLICE_INFLIGHT, the tuning table: slice:budget:ROW for every row
+ *                      and slice:budget:chosen, at each of BENCH_GEMMS, and chapter 04's
+ *                      ladder: slice:rung:NAME for the naive kernel, each step's reference
+ *                      and cuBLAS's SGEMM at RUNG_GEMM (plots/09-occupancy.gp draws their
+ *                      scaling with the SMs)
  * The columns are the bench's (chapter, kernel, shape, ms, gbs, gflops, device) and five more:
  * blocks (the blocks an SM of the configuration or row), warps (an SM), sms (the SMs it ran
  * on: the device's, or the slice's as granted), bytes (in flight an SM, for step 2's rows) and
@@ -1387,6 +1394,48 @@ static int bench_budget(FILE *f, const char *prefix, const char *device, int sms
     return rc;
 }
 
+/* Chapter 04's ladder in a slice: the given naive kernel, every step's reference (linked as
+ * given code, GIVEN_FROM_09-occupancy in the Makefile) and cuBLAS's SGEMM, at RUNG_GEMM on the
+ * problem p (filled once, its reference from the whole device), in the context current now.
+ * Rows slice:rung:NAME; each result checked after it is timed. The naive rung on 8 SMs takes
+ * about a third of a second a run, so every rung is timed over RUNG_REPS runs after one. */
+static const struct gemm_shape RUNG_GEMM = { 4096, 4096, 4096 };
+#define RUNG_REPS 5
+
+static void rung_cublas(const float *d_a, const float *d_b, float *d_c, int m, int k, int n)
+{
+    if (blas_sgemm(d_a, d_b, d_c, m, k, n) != 0) {
+        fprintf(stderr, "bench: cuBLAS: %s\n", blas_unavailable_reason());
+        exit(EXIT_FAILURE);
+    }
+}
+
+static int bench_rungs(FILE *f, void *p, const char *device, int sms)
+{
+    struct flow_rung rungs[2 + 16];
+    int n = 0;
+    rungs[n++] = (struct flow_rung){ .name = "naive", .fn = (flow_fn)matmul_naive };
+    for (int v = 0; v < TILED_NUM_STEPS && n < 1 + 16; v++)
+        rungs[n++] = (struct flow_rung){ .name = TILED_STEPS[v].name,
+                                         .fn = (flow_fn)TILED_STEPS[v].fn };
+    rungs[n++] = (struct flow_rung){ .name = "cublas", .fn = (flow_fn)rung_cublas };
+    char shape[64], kernel[96];
+    gemm_shape_name(&RUNG_GEMM, shape, sizeof shape);
+    for (int i = 0; i < n; i++) {
+        struct gemm_run run = { p, rungs[i].fn };
+        gemm_poison(p);
+        double ms = gpu_time(run_gemm, &run, 1, RUNG_REPS).median_ms;
+        snprintf(kernel, sizeof kernel, "slice:rung:%s", rungs[i].name);
+        if (gemm_bench_check(p, kernel, shape) != 0)
+            return -1;
+        bench_row(f, kernel, shape, ms, 0, gemm_rate(RUNG_GEMM, ms, 1e9), device, 0, 0, sms, 0,
+                  0);
+        printf("bench: %s on %d SMs: %.1f TFLOP/s\n", kernel, sms,
+               gemm_rate(RUNG_GEMM, ms, 1e12));
+    }
+    return 0;
+}
+
 static int bench_slices(FILE *f, const char *device, int device_sms)
 {
     struct rng r;
@@ -1396,6 +1445,8 @@ static int bench_slices(FILE *f, const char *device, int device_sms)
     float *d_out;
     CUDA_CHECK(cudaMalloc((void **)&d_out, SLICE_COPY_N * sizeof(float)));
     double want = fill_small_ints(d_in, INFLIGHT_N, &r);
+    void *rung_p = gemm_init(&BUDGET_KIND.kind, &RUNG_GEMM);
+    gemm_bench_fill(rung_p, &r);
     int rc = 0;
     for (int i = 0; i < NBENCH_SLICES && rc == 0; i++) {
         int asked = BENCH_SLICES[i] ? BENCH_SLICES[i] : device_sms;
@@ -1431,10 +1482,13 @@ static int bench_slices(FILE *f, const char *device, int device_sms)
         }
         if (rc == 0)
             rc = bench_budget(f, "slice:budget", device, s.sms);
+        if (rc == 0)
+            rc = bench_rungs(f, rung_p, device, s.sms);
         slice_leave();
         printf("bench: slice of %d SMs (asked %d) measured\n", s.sms, asked);
         slice_close(&s);
     }
+    gemm_free(rung_p);
     CUDA_CHECK(cudaFree(d_out));
     dbuf_free(d_in);
     dbuf_free(d_sum);

@@ -17,8 +17,19 @@ warps_of(dev) = on(dev) ? column(WARPS) : NaN
 
 # A file measured on a GPU also holds step 4's rows: then a second panel, the slices' scaling
 SMS = 10
+# the rows of one kernel alone (a series drawn with lines must hold no other row)
+rows(k) = "< awk -F'\t' '$2 == \"".k."\"' '".data."'"
+rows_at(k, shape) = "< awk -F'\t' '$2 == \"".k."\" && $3 == \"".shape."\"' '".data."'"
 measured = system("grep -c 'slice:copy' '".data."' || true") + 0
-if (measured > 0) { set multiplot layout 1, 2 }
+# and chapter 04's ladder in each slice: two panels more, on a figure twice as tall
+rungs = system("grep -c 'slice:rung:' '".data."' || true") + 0
+if (rungs > 0) {
+    set terminal pdfcairo size 6in,5.2in font "Latin Modern Roman,9" fontscale 0.8 enhanced
+    set output out
+    set multiplot layout 2, 2
+} else {
+    if (measured > 0) { set multiplot layout 1, 2 }
+}
 
 set key top right noreverse Right
 set xlabel "registers a thread (256-thread block)"
@@ -46,14 +57,55 @@ if (measured > 0) {
     set yrange [0:*]
     set y2range [0:*]
     set key top left reverse Left samplen 1
-    gemm_on(x) = strcol(KERNEL) eq "slice:budget:chosen" && strcol(SHAPE) eq "4096x4096x4096"
-    gemm_sms(x) = gemm_on(0) ? column(SMS) : NaN
-    gemm_tflops(x) = gemm_on(0) ? column(GFLOPS) / 1000 : NaN
-    plot data using (only("slice:copy", SMS)):(only("slice:copy", GBS)) smooth unique \
-              with linespoints lt 1 title "copy", \
-         data using (only("slice:inflight", SMS)):(only("slice:inflight", GBS)) \
-              smooth unique with linespoints lt 2 title "stream\\_sum", \
-         data using (gemm_sms(0)):(gemm_tflops(0)) axes x1y2 smooth unique \
-              with linespoints lt 3 title "GEMM 4096^3 (right)"
+    plot rows("slice:copy") using SMS:GBS with linespoints lt 1 title "copy", \
+         rows("slice:inflight") using SMS:GBS with linespoints lt 2 title "stream\\_sum", \
+         rows_at("slice:budget:chosen", "4096x4096x4096") using SMS:(column(GFLOPS) / 1000) \
+              axes x1y2 with linespoints lt 3 title "GEMM 4096^3 (right)"
+    if (rungs == 0) { unset multiplot }
+}
+
+if (rungs > 0) {
+    # chapter 04's ladder (slice:rung:NAME, TFLOP/s at 4096^3) against the SMs of the slice:
+    # the rate itself on log axes, with the line of perfect scaling through cuBLAS's rate on
+    # the smallest slice; then each rung's rate an SM over its rate an SM on the smallest slice
+    # (1: linear; a memory-bound kernel falls where the copy stops scaling, drawn beside it)
+    RUNGS = "naive tiled blocked_1d blocked_2d vectorized warptiled tuned cublas"
+    NR = words(RUNGS)
+    rung_on(i) = strcol(KERNEL) eq "slice:rung:".word(RUNGS, i)
+    stats data using (strcol(KERNEL) eq "slice:copy" ? column(SMS) : NaN) nooutput
+    SMALL = STATS_min
+    array BASE[NR + 1]
+    do for [i = 1:NR] {
+        stats data using ((rung_on(i) && column(SMS) == SMALL) ? column(GFLOPS) : NaN) nooutput
+        BASE[i] = STATS_max
+    }
+    stats data using ((strcol(KERNEL) eq "slice:copy" && column(SMS) == SMALL) ? column(GBS) : NaN) nooutput
+    BASE[NR + 1] = STATS_max
+
+    set xlabel "SMs in the slice (green context)"
+    set ylabel "TFLOP/s, 4096^3 SGEMM"
+    unset y2label; unset y2tics
+    set logscale xy 2
+    set xrange [6:170]
+    set yrange [0.25:1024]
+    set xtics (8, 16, 32, 64, 132)
+    set ytics autofreq mirror
+    set format y "%g"
+    set key top left reverse Left samplen 1 maxrows 3 width -1 spacing 0.9
+    plot for [i = 1:NR] rows("slice:rung:".word(RUNGS, i)) using SMS:(column(GFLOPS) / 1000) \
+              with linespoints lt i title word(RUNGS, i) noenhanced, \
+         BASE[NR] / 1000 * x / SMALL with lines lt 8 title "linear"
+
+    unset logscale; set xrange [0:140]; set xtics 32
+    set ylabel "rate an SM / that on ".sprintf("%d", SMALL)." SMs"
+    set yrange [0:1.2]
+    set ytics 0.2
+    set key bottom left reverse Left samplen 1
+    plot for [i = 1:NR] rows("slice:rung:".word(RUNGS, i)) \
+              using SMS:(column(GFLOPS) / column(SMS) / (BASE[i] / SMALL)) \
+              with linespoints lt i notitle, \
+         rows("slice:copy") using SMS:(column(GBS) / column(SMS) / (BASE[NR + 1] / SMALL)) \
+              with linespoints lt 8 title "copy", \
+         0.9 with lines lt 8 dt 3 title "90%"
     unset multiplot
 }

@@ -71,6 +71,21 @@ metrics=(
     smsp__sass_branch_targets.sum
     smsp__sass_branch_targets_threads_divergent.sum
     smsp__warps_launched.sum
+    # what the report adds where collected (ncu-table.awk prints them when present): achieved
+    # occupancy, the share of each unit's peak, and the stall reasons a warp waits on
+    sm__warps_active.avg.pct_of_peak_sustained_active
+    sm__throughput.avg.pct_of_peak_sustained_elapsed
+    lts__throughput.avg.pct_of_peak_sustained_elapsed
+    gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed
+    smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio
+    smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio
+    smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio
+    smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio
+    smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio
+    smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio
+    smsp__average_warps_issue_stalled_wait_per_issue_active.ratio
+    smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio
+    smsp__average_warps_issue_stalled_membar_per_issue_active.ratio
 )
 list=$(IFS=,; echo "${metrics[*]}")
 

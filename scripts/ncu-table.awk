@@ -27,6 +27,11 @@
 #                    and _st, where collected, mark a row "N bank conflicts"
 #   divergence       smsp__sass_branch_targets_threads_divergent.sum
 #   warps            smsp__warps_launched.sum
+# and, where the CSV holds them (mode=table prints a line "occupancy and stalls:" of those
+# present, nothing when none is): achieved occupancy (sm__warps_active...pct_of_peak_sustained_
+# active), the SM's, the L2's and DRAM's throughput as a share of peak (..._throughput.avg.pct_of_
+# peak_sustained_elapsed), and the three largest stall reasons, warps stalled per issued
+# instruction (smsp__average_warps_issue_stalled_REASON_per_issue_active.ratio)
 # Exit status: 0; 1 if the file holds no header or no launch, or lacks a metric.
 
 function csv_split(line, out,    n, i, c, field, inq, len) {
@@ -75,6 +80,35 @@ function opt(id, m) { return ((id, m) in val) ? val[id, m] : 0 }
 
 function ratio(a, b) { return b ? a / b : 0 }
 
+# the line "occupancy and stalls:" of launch id, from the metrics of it the CSV holds ("" if none)
+function occupancy_line(id,    s, m, r, k, j, n, t, top, reason, v, used) {
+    s = ""
+    if ((id, OCC) in val) s = sprintf("achieved occupancy %.1f%% of peak", val[id, OCC])
+    t = ""
+    if ((id, SM_T) in val) t = t sprintf("%sSM %.0f%%", t == "" ? "" : ", ", val[id, SM_T])
+    if ((id, L2_T) in val) t = t sprintf("%sL2 %.0f%%", t == "" ? "" : ", ", val[id, L2_T])
+    if ((id, DRAM_T) in val) t = t sprintf("%sDRAM %.0f%%", t == "" ? "" : ", ", val[id, DRAM_T])
+    if (t != "") s = s (s == "" ? "" : "; ") "throughput " t " of peak"
+    n = 0
+    for (k = 1; k <= NSTALL; k++) {
+        m = STALL_PRE STALL[k] STALL_POST
+        if ((id, m) in val) { n++; reason[n] = STALL[k]; v[n] = val[id, m] }
+    }
+    if (n > 0) {
+        # the three largest, largest first (ties: the order of STALL)
+        top = ""
+        for (j = 1; j <= 3 && j <= n; j++) {
+            r = 0
+            for (k = 1; k <= n; k++)
+                if (!(k in used) && (r == 0 || v[k] > v[r])) r = k
+            used[r] = 1
+            top = top sprintf("%s%s %.2f", j > 1 ? ", " : "", reason[r], v[r])
+        }
+        s = s (s == "" ? "" : "; ") "stalls per issued instruction: " top
+    }
+    return s
+}
+
 # ncu's own count of bank conflicts where it was collected, else a guess from the wavefronts
 # (more than 1 a request, which a wider access than 4 bytes also needs)
 function conflicts(id, m, per) {
@@ -103,6 +137,13 @@ BEGIN {
     S_ST_CONF = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"
     DIV = "smsp__sass_branch_targets_threads_divergent.sum"
     WARPS = "smsp__warps_launched.sum"
+    OCC = "sm__warps_active.avg.pct_of_peak_sustained_active"
+    SM_T = "sm__throughput.avg.pct_of_peak_sustained_elapsed"
+    L2_T = "lts__throughput.avg.pct_of_peak_sustained_elapsed"
+    DRAM_T = "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed"
+    STALL_PRE = "smsp__average_warps_issue_stalled_"; STALL_POST = "_per_issue_active.ratio"
+    NSTALL = split("long_scoreboard short_scoreboard barrier mio_throttle lg_throttle " \
+                   "math_pipe_throttle wait not_selected membar", STALL, " ")
     nid = 0; layout = ""
 }
 
@@ -219,5 +260,8 @@ END {
                ratio(gl_s[id], gl_r[id]), gl_r[id], ratio(gs_s[id], gs_r[id]), gs_r[id],
                ratio(sl_w[id], sl_r[id]), sl_r[id], ratio(ss_w[id], ss_r[id]), ss_r[id],
                ratio(dv[id], w[id]), dv[id]
+        line = occupancy_line(id)
+        if (line != "")
+            printf "    occupancy and stalls: %s\n", line
     }
 }

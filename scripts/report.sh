@@ -111,8 +111,41 @@ notes_present=()
 for f in "${notes_files[@]}"; do [[ -f $f ]] && notes_present+=("$f"); done
 
 # ---- what the report needs, installed; the backend --------------------------------------------
-scripts/deps.sh grade || exit 1
-scripts/deps.sh book || exit 1
+# REPORT_COLLECT=1 on a GPU machine without pandoc: grade, profile and bench there with the
+# programs as built (MAKE=true NO_BUILD=1: nothing built, no Check needed), the work files into
+# build/report/NN/ with the state the document needs, and no PDF; then, on a machine with
+# pandoc, REPORT_FROM=DIR (that directory, copied back) writes the PDF from them, running
+# nothing. One report, made in two places.
+collect=${REPORT_COLLECT:-0}
+from=${REPORT_FROM:-}
+if [[ $collect == 1 && -n $from ]]; then
+    echo "report: REPORT_COLLECT=1 runs the kernels and REPORT_FROM=DIR writes the PDF from what it" \
+         "collected: one or the other" >&2
+    exit 2
+fi
+[[ $collect == 1 ]] || scripts/deps.sh book || exit 1
+work=build/report/$nn
+pdf=build/report-$nn.pdf
+if [[ -n $from ]]; then
+    if [[ ! -f $from/state.sh ]]; then
+        echo "report: REPORT_FROM=$from: no state.sh there (REPORT_COLLECT=1 writes it)" >&2
+        exit 1
+    fi
+    if [[ $(realpath "$from") != $(realpath -m "$work") ]]; then
+        rm -rf "$work"
+        mkdir -p "$work"
+        cp -R "$from"/. "$work"/
+    fi
+    # shellcheck source=/dev/null
+    source "$work/state.sh"
+    echo "report: $what ($side), collected on the $backend backend ($device_line), into $pdf"
+    if [[ $bench == table && -f plots/$c.gp ]] && command -v gnuplot >/dev/null &&
+       gnuplot -e "data='$work/bench.tsv'; out='$work/bench.pdf'" "plots/$c.gp" 2>"$work/gnuplot.err" &&
+       [[ -s $work/bench.pdf ]]; then
+        bench=plot
+    fi
+else
+[[ $collect == 1 ]] || scripts/deps.sh grade || exit 1
 # shellcheck source=scripts/backend.sh
 source scripts/backend.sh
 backend=${BACKEND:-auto}
@@ -271,6 +304,14 @@ if [[ $backend == cuda ]]; then
         bench=no-mode
     fi
 fi
+fi # REPORT_FROM
+if [[ $collect == 1 ]]; then
+    { declare -p what side c backend device_line grade_status profile bench seed; } \
+        > "$work/state.sh"
+    echo "report: collected into $work (REPORT_COLLECT=1: no PDF here); copy that directory to a" \
+         "machine with pandoc and run there: make report CH=$nn${step:+ STEP=$step}$([[ $side == solutions ]] && echo ' SOLUTIONS=1') REPORT_FROM=DIR"
+    exit 0
+fi
 
 # ---- the document ---------------------------------------------------------------------------------
 title=$(sed -n '1s/^# *//p' "chapters/$c/README.md" | tr -d '`*_')
@@ -348,7 +389,11 @@ EOF
             cat <<EOF
 Nsight Compute's counts on the GPU (\`make profile CH=$nn BACKEND=cuda\`, scripts/ncu-run.sh),
 each rung of the chapter's table run once on a small shape, the given baselines beside your
-kernels.
+kernels: per kernel, the requests, sectors and wavefronts of the model's table, then its
+achieved occupancy, the SM's, the L2's and DRAM's throughput as a share of their peaks, and the
+three stall reasons its warps waited on most (warps stalled per issued instruction: "long
+scoreboard" is a wait on global or local memory, "barrier" on \`__syncthreads\`, "mio throttle"
+a full shared-memory queue).
 
 \`\`\`{style="profile" include="$work/profile.txt"}
 \`\`\`

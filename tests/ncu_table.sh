@@ -63,6 +63,26 @@ if ! awk -f scripts/kernel-name.awk -f $table "$tmp/short.csv" > /dev/null 2> "$
 else
     fail "ncu-table.awk: a CSV without smsp__warps_launched.sum did not fail as it should: $(cat "$tmp/err")"
 fi
+# the occupancy and stall metrics, where collected: one line a launch, the three largest stalls
+# first; a launch without them prints none (the table above has no such line)
+{ cat tests/ncu/transpose-details.csv
+  pre='"0","4242","profile","127.0.0.1","transpose_naive_kernel(const float *, float *, int, int)","1","7","(32, 8, 1)","(8, 8, 1)","0","9.0","Command line profiler metrics"'
+  printf '%s,"%s","%s","%s"\n' "$pre" sm__warps_active.avg.pct_of_peak_sustained_active "%" 48.25 \
+      "$pre" gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed "%" 77.7 \
+      "$pre" sm__throughput.avg.pct_of_peak_sustained_elapsed "%" 12.4 \
+      "$pre" smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio "" 0.5 \
+      "$pre" smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio "" 20.83 \
+      "$pre" smsp__average_warps_issue_stalled_wait_per_issue_active.ratio "" 1.25 \
+      "$pre" smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio "" 0.14
+} > "$tmp/occ.csv"
+awk -f scripts/kernel-name.awk -f $table "$tmp/occ.csv" > "$tmp/occ.table" 2> "$tmp/err"
+want_occ='    occupancy and stalls: achieved occupancy 48.2% of peak; throughput SM 12%, DRAM 78% of peak; stalls per issued instruction: long_scoreboard 20.83, wait 1.25, barrier 0.50'
+if [[ $(grep -c 'occupancy and stalls' "$tmp/occ.table") -eq 1 ]] &&
+   [[ $(grep 'occupancy and stalls' "$tmp/occ.table") == "$want_occ" ]]; then
+    ok "ncu-table.awk: achieved occupancy, throughput and the top three stalls, for the launch that has them only"
+else
+    fail "ncu-table.awk: the occupancy and stalls line is not the expected one:"; grep -A1 total "$tmp/occ.table"; cat "$tmp/err"
+fi
 printf '==ERROR== the user does not have permission\n' > "$tmp/none.csv"
 if ! awk -f scripts/kernel-name.awk -f $table "$tmp/none.csv" > /dev/null 2> "$tmp/err" && grep -q "no Nsight Compute CSV header" "$tmp/err"; then
     ok "ncu-table.awk: a file that is not ncu's CSV fails, saying so"

@@ -193,6 +193,26 @@ if [[ -s $pdf ]]; then
 else
     fail "the GPU path's dry run wrote no $pdf"
 fi
+# the same report made in two places: REPORT_COLLECT=1 where the GPU is (no pandoc needed, no
+# PDF), then REPORT_FROM=DIR on a machine with pandoc, which runs nothing
+rm -f "$pdf"
+if GPU_PROBE=$gpu/probe PROGRAMS=$gpu/programs.tsv REPORT_NO_PROFILE=1 REPORT_COLLECT=1 \
+   REPORT_GRADE="env BACKEND=emu scripts/grade.sh" \
+   $make_ --no-print-directory -s report CH=$ch STEP=$step SOLUTIONS=1 BACKEND=cuda > "$log" 2>&1 &&
+   [[ ! -e $pdf && -s build/report/$ch/state.sh && -s build/report/$ch/bench.tsv ]] &&
+   grep -q "REPORT_FROM=DIR" "$log"; then
+    ok "REPORT_COLLECT=1: graded and benched, the state kept, no PDF, and the terminal says what next"
+else fail "REPORT_COLLECT=1 did not collect as it should:"; tail -n 20 "$log"; fi
+rm -rf "$gpu/collected" && mv build/report/$ch "$gpu/collected"
+if REPORT_GRADE=false GPU_PROBE=false \
+   $make_ --no-print-directory -s report CH=$ch STEP=$step SOLUTIONS=1 REPORT_FROM="$gpu/collected" \
+   > "$log" 2>&1 && [[ -s $pdf ]] && ! grep -q '^report: \[1/' "$log"; then
+    text=$(pdftotext -layout "$pdf" - | tr -s ' \n' ' ')
+    page1=$(pdftotext -layout -f 1 -l 1 "$pdf" - | tr -s ' \n' ' ')
+    ok "REPORT_FROM=DIR: the PDF from what was collected, nothing graded or measured again"
+    has "REPORT_FROM: the GPU backend on the first page" "backend cuda: the kernels ran on a GPU" page1
+    has "REPORT_FROM: the rungs against the library" "process:divergent 4096 2.000 0.25x copy"
+else fail "REPORT_FROM=DIR did not write the PDF from the collected files:"; tail -n 20 "$log"; fi
 rm -rf "$gpu"
 
 # nothing generated outside build/
