@@ -202,6 +202,14 @@ double tol_attention_rmse(enum tol_format out)
     return out == TOL_FP16 ? fp16 : fp16 * (TOL_U_BF16 / TOL_U_FP16);
 }
 
+struct tol_fp8_gemm tol_fp8_blockscaled(int kb)
+{
+    struct tol_fp8_gemm t;
+    t.rel = ldexp(1, -9);
+    t.s = (1 + ldexp(1, -9)) * (ldexp(1, -6) + (kb + 2) * ldexp(1, -24));
+    return t;
+}
+
 /* ---- the profile drivers' checks --------------------------------------------------------------
  * Detection thresholds, not rounding bounds (no entry of the audit): they print a note, and
  * grade nothing.
@@ -224,6 +232,10 @@ double tol_attention_rmse(enum tol_format out)
 #define OUT_ALL (OUT_FP32 | OUT_BF16 | OUT_FP16)
 
 static double zero(const struct tol_point *p) { (void)p; return 0; }
+static double a_fp8_s(const struct tol_point *p)
+{
+    return tol_fp8_blockscaled((int)ceil(p->n / 128)).s;
+}
 static double a_dot_fp32(const struct tol_point *p) { return tol_dot_fp32((int)p->n); }
 static double d_dot_fp32(const struct tol_point *p) { return dot_fp32_derived(p->n); }
 static double a_dot_bf16(const struct tol_point *p) { return tol_dot_bf16((int)p->n); }
@@ -289,7 +301,11 @@ const struct tol_entry TOL_ENTRIES[] = {
       "e4m3, e5m2, e2m1, e8m0, fp32", TOL_KIND_EXACT, OUT_ALL,
       "0", "0: the contract fixes every operation and the formats' rounding",
       zero, zero },
-    { "tol_dot_fp32(k)", "01 matmul; 04 matmul_*; 09 matmul_budget",
+    { "tol_fp8_blockscaled(kb).s", "11 gemm_fp8_blockscaled",
+      "e4m3 in, bf16 out", TOL_KIND_WORST, OUT_BF16,
+      "(1 + 2^-9) (2^-6 + (kb + 2) 2^-24) S", "the same: a worst case from the tensor cores' 13 bits",
+      a_fp8_s, a_fp8_s },
+    { "tol_dot_fp32(k)", "01 matmul; 04 matmul_*; 09 matmul_budget; 11 gemv_mxfp4",
       "fp32", TOL_KIND_MIXED, OUT_FP32,
       "min(gamma_k(u), (8 sqrt(k) + 2) u) S", "min(gamma_k(u), gamma~_k(u)) S",
       a_dot_fp32, d_dot_fp32 },

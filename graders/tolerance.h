@@ -114,6 +114,23 @@ double tol_attention_vs_gpu(const struct tol_attention *t, double o);
  * gate, not a rounding bound (tolerance.c says where it comes from). */
 double tol_attention_rmse(enum tol_format out);
 
+/* ---- the block-scaled FP8 GEMM (chapter 11, step 3) ----------------------------------------- */
+
+/* Each element of D (bf16) from e4m3 A and B with a scale a row of A and one a 128 x 128 block of
+ * B every 128 of k, kb such blocks: |got - want| <= rel |want| + s S, S = sum over the blocks j
+ * of |sa sb| sum over block j of |a b|. rel = 2^-9, the bf16 rounding of D; s = (1 + 2^-9)
+ * (2^-6 + (kb + 2) 2^-24): the tensor cores' sum of a block's 128 products keeps at least 13
+ * bits (about 14, DeepSeek-V3's report, section 3.3), so each of its additions errs by less than
+ * 2^-13 of a partial sum below S_j, 2^-6 S_j a block; the promotion's fp32 multiply and add
+ * (kb + 2) 2^-24 S. A worst case, loose by design (1.6% of S): it catches a wrong scale, tile or
+ * element; the accuracy measure below catches a loss of precision. */
+struct tol_fp8_gemm { double rel, s; };
+struct tol_fp8_gemm tol_fp8_blockscaled(int kb);
+/* The accuracy measure over every element checked, 1 - 2 sum(xy) / sum(x^2 + y^2), below this
+ * gate (a public block-scaled FP8 GEMM library's): a kernel that promotes reaches about 1e-6,
+ * which the bf16 rounding alone explains, (2^-9)^2 / 3. */
+#define TOL_FP8_ACCURACY_GATE 1e-3
+
 /* ---- the profile drivers' checks of a result -------------------------------------------------
  * Sanity checks that print a note and grade nothing: detection thresholds, not rounding bounds
  * (tolerance.c compares each with the bound of tol_dot_fp32 and tol_sum_fp32 at its shapes).

@@ -27,14 +27,7 @@ const char *blas_unavailable_reason(void)
 
 #include <cublas_v2.h>
 
-#define CUBLAS_CHECK(call) do {                                                  \
-    cublasStatus_t st_ = (call);                                                 \
-    if (st_ != CUBLAS_STATUS_SUCCESS) {                                          \
-        fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call,     \
-                cublasGetStatusString(st_));                                     \
-        exit(EXIT_FAILURE);                                                      \
-    }                                                                            \
-} while (0)
+#include "cublas_check.h"
 
 /* One handle for both calls, made on first use (in the test's child: never before the fork). */
 static cublasHandle_t blas_handle(void)

@@ -78,6 +78,16 @@ static void fill_here(const struct flow_kind *k, void *p, struct rng *r)
         k->fill_inputs(p, r);
     else
         k->fill(p, r);
+    /* the runner's generator against the judge's: a kind whose fill draws more than its
+     * fill_inputs (a sample of the reference's elements, say) leaves the runner computing on
+     * other inputs than the reference's from the next fill on, which reads as a kernel wrong on
+     * its second run; said here, as what it is */
+    struct rng theirs = *r;
+    grade_exchange_bytes(&theirs, sizeof theirs);
+    if (grade_role() == GRADE_JUDGE && memcmp(&theirs, r, sizeof theirs) != 0)
+        ck_abort_msg("the grade lost step with the code it runs: the kind's fill and fill_inputs "
+                     "drew different numbers from the generator (a grader bug: fill_inputs must "
+                     "draw everything fill draws)");
 }
 
 /* the kind's check, where checks are made: not in the runner */

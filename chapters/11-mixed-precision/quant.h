@@ -5,8 +5,13 @@
  *   step 2  microscaled: MXFP8, MXFP4, NVFP4, and back       quantize_mxfp8, quantize_mxfp4,
  *                                                            quantize_nvfp4, dequantize_*
  *                                                                               (step2_mx.cu)
- * Given: chapter 07's copy kernel (chapters/07-memory-bound/copy.cu), the ceiling every step is
- * measured against on a GPU.
+ *   step 3  block-scaled FP8 GEMM on wgmma (Hopper only)     gemm_fp8_blockscaled
+ *                                                                 (step3_fp8_gemm_sm90a.cu)
+ *   step 4  weight-only MXFP4 GEMM for small batches         gemm_mxfp4_bf16
+ *                                                                 (step4_mxfp4_gemv.cu)
+ * Given: chapter 07's copy kernel (chapters/07-memory-bound/copy.cu), the ceiling steps 1 and 2
+ * are measured against on a GPU; cuBLASLt's FP8 GEMM with per-tensor scales
+ * (cublaslt_fp8_gpu.cu, GPU builds only), step 3's baseline; step 4's is cuBLAS's BF16 GEMM.
  *
  * The formats (the lesson, README.md, has their bit layouts):
  *   e4m3   OCP 8-bit Floating Point Specification (OFP8) rev 1.0, 2023, section 3: sign, 4
@@ -136,6 +141,68 @@ void quantize_nvfp4(const float *d_x, int n, uint8_t *d_q, uint8_t *d_scale,
 void dequantize_nvfp4(const uint8_t *d_q, const uint8_t *d_scale, const float *d_tensor_scale,
                       int n, float *d_y);
 
+/* ---- step 3: a block-scaled FP8 GEMM (step3_fp8_gemm_sm90a.cu; sm_90a: Hopper only) -------
+ *
+ * D = A B^T with per-block scales, DeepSeek-V3's recipe for a linear layer's forward pass:
+ *   A      m x k e4m3, row-major (element (r, i) at d_a[r * k + i]): the activations
+ *   B      n x k e4m3, row-major (element (c, i) at d_b[c * k + i]): the weights as a linear
+ *          layer stores them (out_features x in_features). Both are K-major, as 8-bit wgmma
+ *          requires of both operands.
+ *   kb     = cdiv(k, 128) blocks of k; block j is k = 128 j .. 128 j + 127 (the last may be
+ *          partial)
+ *   d_sa   kb x m floats, d_sa[j * m + r]: the scale_inv of row r's block j of A (1 x 128, step
+ *          1's per-block scale_inv, stored a block of k at a time so that the scales of a
+ *          k-block's rows lie together)
+ *   d_sb   cdiv(n, 128) x kb floats, d_sb[(c / 128) * kb + j]: the scale_inv of the 128 x 128
+ *          block of B that holds rows c / 128 and block j of k
+ *   D      m x n bf16, row-major (element (r, c) at d_d[r * n + c], as its 16 bits):
+ *          D[r][c] = bf16( sum over j of d_sa[j * m + r] * d_sb[(c / 128) * kb + j] * P_j ),
+ *          P_j = sum over i in block j of value(a(r, i)) * value(b(c, i)),
+ *          P_j on the tensor cores, the scaling and the sum over j in fp32 on the CUDA cores
+ *          ("promotion": Hopper's FP8 tensor cores keep only about 14 bits of a running sum,
+ *          so no sum runs longer than 128 of k there), rounded to the nearest bf16, ties to
+ *          even.
+ * m, n >= 1 any; k a positive multiple of 16 and d_a, d_b 16-byte aligned (the tensor memory
+ * accelerator's rule for a row's stride), d_d 4-byte aligned. NaN codes are not given. Graded
+ * on a GPU of compute capability 9.0: 1 - 2 sum(xy) / sum(x^2 + y^2) below 1e-3 over D against
+ * a double-precision product of the dequantised inputs, and each element within a worst-case
+ * bound (README.md); the CPU backend cannot run wgmma or TMA, and its builds leave the file
+ * out. */
+#define GEMM_SCALE_BLOCK 128
+/* Weak: the CPU backend's builds leave *_sm90a.cu out, and see NULL here. */
+void gemm_fp8_blockscaled(const uint8_t *d_a, const float *d_sa, const uint8_t *d_b,
+                          const float *d_sb, uint16_t *d_d, int m, int k, int n)
+    __attribute__((weak));
+
+/* The baseline (cublaslt_fp8_gpu.cu, given, GPU builds only): cuBLASLt's FP8 GEMM on the same
+ * A and B with one scale each (*d_sa_t and *d_sb_t, device floats: a per-tensor scale_inv),
+ * D as above but D[r][c] = bf16(sa_t sb_t sum over all k of value(a) value(b)). Weak: absent
+ * from CPU-backend builds (NULL there). */
+void gemm_fp8_cublaslt(const uint8_t *d_a, const float *d_sa_t, const uint8_t *d_b,
+                       const float *d_sb_t, uint16_t *d_d, int m, int k, int n)
+    __attribute__((weak));
+
+/* ---- step 4: weight-only MXFP4 for small batches (step4_mxfp4_gemv.cu) ---------------------
+ *
+ * y = x W^T, the weights in MXFP4 and dequantised inside the kernel (Hopper's tensor cores have
+ * no FP4 input), the activations bf16:
+ *   x      m x k bf16, row-major (element (r, i) at d_x[r * k + i], as its 16 bits)
+ *   W      n x k MXFP4: row c of W is k e2m1 codes, two a byte, element i in the low nibble of
+ *          d_w[c * k / 2 + i / 2] when i is even, the high one when odd; d_ws[c * k / 32 + j]
+ *          the e8m0 scale of elements 32 j .. 32 j + 31 of row c (0xff: NaN). This is step 2's
+ *          quantize_mxfp4 of the n x k row-major weights, as it lays them out.
+ *   y      m x n fp32, row-major: y[r][c] = sum over j of X(c, j) * (sum over i in block j of
+ *          x(r, i) * value(w(c, i))), X(c, j) = 2^(d_ws[c * k / 32 + j] - 127), in fp32 in any
+ *          order; NaN where a scale of row c is NaN.
+ * k a positive multiple of 32; m >= 1 (the kernel is for m = 1 to 16: a decode step's batch);
+ * n >= 1; d_x and d_w 16-byte aligned. Graded on both backends within the fp32 dot-product
+ * bound of a sum of k terms (harness.h's fp32_dot_rtol(k) of sum |x| |value(w)| X); on a GPU,
+ * its speed at m = 1, k = n = 8192 against cuBLAS's BF16 GEMM of the same shape (the same
+ * weights in bf16: 4 times the bytes). */
+#define MXFP4_GEMV_MAX_M 16
+void gemm_mxfp4_bf16(const uint16_t *d_x, const uint8_t *d_w, const uint8_t *d_ws, float *d_y,
+                     int m, int k, int n);
+
 /* ---- the ceiling: chapter 07's copy (chapters/07-memory-bound/copy.cu, given) --------------
  * d_out[0 .. bytes) = d_in[0 .. bytes), 16 bytes a thread at a time. */
 void copy_bytes(const void *d_in, void *d_out, size_t bytes);
@@ -143,7 +210,7 @@ void copy_bytes(const void *d_in, void *d_out, size_t bytes);
 /* ---- the steps, in order (steps.cu) --------------------------------------------------------
  * One row a step: its name in the bench and its line in the ladder. */
 struct quant_step {
-    const char *name;   /* "fp8", "mx" */
+    const char *name;   /* "fp8", "mx", "fp8_gemm", "mxfp4_gemv" */
     const char *title;  /* "FP8: amax, scale, round, and back" */
 };
 extern const struct quant_step QUANT_STEPS[];
