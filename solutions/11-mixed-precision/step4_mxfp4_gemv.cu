@@ -62,6 +62,8 @@
 #define GV_UNROLL 4  /* scale blocks a warp's turn: 4 x 16 bytes of each row in flight */
 #define FULL 0xffffffffu
 
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800 /* sm_75 builds the trap alone */
+
 /* the 4 bf16 pairs of one word of 8 e2m1 codes (code i in nibble i), each value exactly:
  * p[0] = codes (0, 4), p[1] = (2, 6), p[2] = (1, 5), p[3] = (3, 7), the first of a pair in the
  * low half. Each pair: magnitude to bits 6-8 of its half, sign to bit 15, so the bf16 is the
@@ -143,6 +145,8 @@ static __device__ __forceinline__ void mma_regs(float (&d)[4], uint32_t a0, uint
     mma_16816(d, fa, fb, 0);
 #endif
 }
+
+#endif
 
 /* MT products a fragment: x's rows 0-7 (MT = 1) or 0-15 (MT = 2) */
 template <int MT>
