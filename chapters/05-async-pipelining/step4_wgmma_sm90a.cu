@@ -5,7 +5,7 @@
  * into registers. wgmma.mma_async, issued by a warpgroup of 4 warps, reads A and B from
  * (swizzled) shared memory itself, through matrix descriptors, and runs asynchronously. The
  * lesson is README.md beside this file, its hints "Step 4"; tma.cuh (given) wraps TMA and the
- * mbarriers as in step 3.
+ * mbarriers as in step 3, wgmma.cuh (given) the matrix descriptor and wgmma's fences and waits.
  *
  * TODO, the contract. gemm_wgmma computes C = A B as gemm.h says, on the default stream,
  * checking its launch. Where TMA can describe both matrices (k and n multiples of 8, bases
@@ -26,6 +26,7 @@
  * As given, the kernel writes nothing: every shape fails with C unwritten. */
 #include "tile.cuh"   /* bf16, rows_are_16b_aligned */
 #include "tma.cuh"    /* the mbarrier and TMA helpers, make_map */
+#include "wgmma.cuh"  /* smem_desc, fence_acc, the wgmma fences and waits */
 
 static __global__ void __launch_bounds__(384, 1)
 gemm_wgmma_kernel(const bf16 *__restrict__ a, const bf16 *__restrict__ b, float *__restrict__ c,

@@ -37,6 +37,7 @@
  * from shared memory while the next stage's copies land. */
 #include "tile.cuh"   /* bf16, rows_are_16b_aligned */
 #include "tma.cuh"    /* the mbarrier and TMA helpers, make_map */
+#include "wgmma.cuh"  /* smem_desc, fence_acc, the wgmma fences and waits */
 
 #define WG_BM 128                              /* rows of C a block */
 #define WG_BN 256                              /* columns of C a block */
@@ -56,42 +57,6 @@
 #define WG_CONSUMER_REGS 232
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-
-/* A shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format"): the start address,
- * the leading and stride byte offsets (all three in units of 16 bytes, 14 bits each) and, in
- * bits 62-63, the swizzle mode, 1 = 128-byte swizzle. */
-static __device__ __forceinline__ uint64_t smem_desc(uint32_t addr, uint32_t lbo, uint32_t sbo)
-{
-    return (uint64_t)((addr & 0x3FFFF) >> 4) | (uint64_t)(lbo >> 4) << 16 |
-           (uint64_t)(sbo >> 4) << 32 | 1ull << 62;
-}
-
-/* Registers hold the accumulators while wgmma writes them behind the compiler's back: this
- * empty statement "reads and writes" each one, so that no ordinary instruction touching them
- * moves across the wgmma fences and waits around it. */
-static __device__ __forceinline__ void fence_acc(float (&d)[WG_ACC])
-{
-#pragma unroll
-    for (int i = 0; i < WG_ACC; i++)
-        asm volatile("" : "+f"(d[i])::"memory");
-}
-
-static __device__ __forceinline__ void wgmma_fence()
-{
-    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-}
-
-static __device__ __forceinline__ void wgmma_commit()
-{
-    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-}
-
-/* wait until at most N of this warpgroup's committed groups are still running */
-template <int N>
-static __device__ __forceinline__ void wgmma_wait()
-{
-    asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
-}
 
 /* d (64 x 256, fp32) += A (64 x 16, bf16, K-major) B (16 x 256, bf16, MN-major): the last
  * four immediates are scale-a, scale-b (1: no negation), trans-a = 0, trans-b = 1. */

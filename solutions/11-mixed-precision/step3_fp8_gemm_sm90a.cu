@@ -31,6 +31,7 @@
 #include <cuda_bf16.h>
 
 #include "../05-async-pipelining/tma.cuh" /* the mbarrier and TMA helpers, encode_tiled */
+#include "../05-async-pipelining/wgmma.cuh" /* smem_desc, the wgmma fences and waits */
 #include "quant.h"
 
 #define FG_BM 128                            /* rows of D a block */
@@ -47,35 +48,6 @@
 #define FG_CONSUMER_REGS 232
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-
-/* a shared-memory matrix descriptor, 128-byte swizzle (chapter 05's step 4 says how) */
-static __device__ __forceinline__ uint64_t smem_desc(uint32_t addr, uint32_t lbo, uint32_t sbo)
-{
-    return (uint64_t)((addr & 0x3FFFF) >> 4) | (uint64_t)(lbo >> 4) << 16 |
-           (uint64_t)(sbo >> 4) << 32 | 1ull << 62;
-}
-
-static __device__ __forceinline__ void fence_acc(float (&d)[FG_ACC])
-{
-#pragma unroll
-    for (int i = 0; i < FG_ACC; i++)
-        asm volatile("" : "+f"(d[i])::"memory");
-}
-
-static __device__ __forceinline__ void wgmma_fence()
-{
-    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-}
-
-static __device__ __forceinline__ void wgmma_commit()
-{
-    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-}
-
-static __device__ __forceinline__ void wgmma_wait0()
-{
-    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-}
 
 /* d (64 x 128, fp32) = (accumulate ? d : 0) + A (64 x 32, e4m3) B^T (B 128 x 32, e4m3), both
  * K-major: 8-bit wgmma has no transpose immediates, only scale-a and scale-b (1: as they are) */
@@ -169,7 +141,7 @@ gemm_fp8_blockscaled_kernel(const __grid_constant__ CUtensorMap map_a,
                 wgmma_m64n128k32_e4m3(part, smem_desc(a + kk * 32, 16, 1024),
                                       smem_desc(b + kk * 32, 16, 1024), kk > 0);
             wgmma_commit();
-            wgmma_wait0();
+            wgmma_wait<0>();
             fence_acc(part);
             /* the stage's bytes are read: the producer may refill it while we promote */
             if (lane == 0)
