@@ -88,8 +88,9 @@ struct gv_stage {
     uint32_t sc[GV_ROWS];
 };
 static_assert(GV_TURN == 4, "a row's scale codes of a turn are one 32-bit word");
-static constexpr int GV_STAGE_BYTES = sizeof(gv_stage);
-static_assert(GV_STAGE_BYTES % 16 == 0, "16-byte cp.async into every stage");
+/* a macro, not a constant: sm_75's build, the trap alone, would warn of an unused constant */
+#define GV_STAGE_WORDS ((int)(sizeof(gv_stage) / 4))
+static_assert(sizeof(gv_stage) % 16 == 0, "16-byte cp.async into every stage");
 
 /* the CTA's shared memory past the scale table: the warps' rings while they stream W, then the
  * warps' accumulators, for the sum across warps */
@@ -186,48 +187,6 @@ static __device__ __forceinline__ void mma_regs(float (&d)[4], uint32_t a0, uint
 #endif
 }
 
-/* cp.async by shared-memory address. On a GPU the address is the 32-bit one of the shared
- * window, computed once: through a generic pointer (__pipeline_memcpy_async) every copy
- * converts its destination again, with a read of the CTA's id (S2R) and more, inside the loop.
- * 16 bytes go as cp.async.cg, into shared memory through L2 alone (W is read once; L1 would
- * only hold it for nobody); 4 bytes must go as .ca. The CPU backend has no window: there the
- * address is a pointer, and the copy its cuda_pipeline.h's. Groups and waits are
- * cuda_pipeline.h's on both. */
-#ifdef HARNESS_EMU
-typedef uint8_t *smem_addr;
-static __device__ __forceinline__ smem_addr smem_of(void *p) { return static_cast<uint8_t *>(p); }
-static __device__ __forceinline__ void cp_async16(smem_addr dst, const void *src)
-{
-    __pipeline_memcpy_async(dst, src, 16);
-}
-static __device__ __forceinline__ void cp_async4(smem_addr dst, const void *src)
-{
-    __pipeline_memcpy_async(dst, src, 4);
-}
-static __device__ __forceinline__ void st_shared32(smem_addr dst, uint32_t v)
-{
-    *reinterpret_cast<uint32_t *>(dst) = v;
-}
-#else
-typedef uint32_t smem_addr;
-static __device__ __forceinline__ smem_addr smem_of(void *p)
-{
-    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-static __device__ __forceinline__ void cp_async16(smem_addr dst, const void *src)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
-}
-static __device__ __forceinline__ void cp_async4(smem_addr dst, const void *src)
-{
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(src) : "memory");
-}
-static __device__ __forceinline__ void st_shared32(smem_addr dst, uint32_t v)
-{
-    asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(dst), "r"(v) : "memory");
-}
-#endif
-
 /* This lane's share of the copy of one of its warp's turns into a stage: block q of the turn
  * in rows rf and rf + 8, 16 bytes each, from src_a and src_b into dst_w and 8 rows below it,
  * where the block is inside k (w_in); and, for lanes q = 0 and 1, the turn's scale codes of row
@@ -235,32 +194,36 @@ static __device__ __forceinline__ void st_shared32(smem_addr dst, uint32_t v)
  * 4-byte cp.async where every row's codes start 4-byte aligned (kblocks a multiple of 4), else
  * byte loads and a store: a stage is read a turn or more after its copy is issued, and a
  * __syncwarp between, either way. */
-static __device__ __forceinline__ void copy_turn(smem_addr dst_w, smem_addr dst_s,
+static __device__ __forceinline__ void copy_turn(uint32_t *dst_w, uint32_t *dst_s,
                                                  const uint8_t *src_a, const uint8_t *src_b,
                                                  const uint8_t *src_s, bool w_in, int q,
                                                  int left, bool sc_async)
 {
     if (w_in) {
-        cp_async16(dst_w, src_a);
-        cp_async16(dst_w + 8 * GV_LDW * 4, src_b);
+        /* 16 bytes go as cp.async.cg, which skips L1: W is read once */
+        __pipeline_memcpy_async(dst_w, src_a, 16);
+        __pipeline_memcpy_async(dst_w + 8 * GV_LDW, src_b, 16);
     }
     if (q < 2) {
         if (sc_async) {
-            cp_async4(dst_s, src_s);
+            __pipeline_memcpy_async(dst_s, src_s, 4);
         } else {
             uint32_t v = 0;
 #pragma unroll
             for (int u = 0; u < GV_TURN; u++)
                 if (u < left)
                     v |= (uint32_t)src_s[u] << (8 * u);
-            st_shared32(dst_s, v);
+            *dst_s = v;
         }
     }
 }
 
 #endif
 
-/* MT products a fragment: x's rows 0-7 (MT = 1) or 0-15 (MT = 2) */
+/* MT products a fragment: x's rows 0-7 (MT = 1) or 0-15 (MT = 2). No minimum of CTAs an SM in
+ * the launch bounds: asking for 4 made the compiler recompute the rings' shared-memory
+ * addresses inside the loop to save registers, and without it the MT = 1 kernel fits in the
+ * 64 registers a thread that 4 CTAs of 256 threads allow all the same (ptxas -v says). */
 template <int MT>
 static __global__ void __launch_bounds__(GV_THREADS)
 gemm_mxfp4_kernel(const uint16_t *__restrict__ x, const uint8_t *__restrict__ wq,
@@ -312,12 +275,12 @@ gemm_mxfp4_kernel(const uint16_t *__restrict__ x, const uint8_t *__restrict__ wq
     const uint8_t *src_a = wq + (size_t)ra * (k / 2) + 16 * (jc + q);
     const uint8_t *src_b = wq + (size_t)rb * (k / 2) + 16 * (jc + q);
     const uint8_t *src_s = ws + (size_t)rs * kblocks + jc;
-    const smem_addr dst_w = smem_of(&ring[0].w[rf][4 * q]), dst_s = smem_of(&ring[0].sc[rsc]);
+    uint32_t *const dst_w = &ring[0].w[rf][4 * q], *const dst_s = &ring[0].sc[rsc]; /* stage 0 */
 #pragma unroll
     for (int i = 0; i < GV_STAGES - 1; i++) {
         if (i < mine) {
-            copy_turn(dst_w + i * GV_STAGE_BYTES, dst_s + i * GV_STAGE_BYTES,
-                      src_a, src_b, src_s, jc + q < kblocks, q, kblocks - jc, sc_async);
+            copy_turn(dst_w + i * GV_STAGE_WORDS, dst_s + i * GV_STAGE_WORDS, src_a, src_b, src_s,
+                      jc + q < kblocks, q, kblocks - jc, sc_async);
             src_a += GV_WARPS * GV_TURN * 16, src_b += GV_WARPS * GV_TURN * 16;
             src_s += GV_WARPS * GV_TURN, jc += GV_WARPS * GV_TURN;
         }
@@ -355,8 +318,8 @@ gemm_mxfp4_kernel(const uint16_t *__restrict__ x, const uint8_t *__restrict__ wq
         __syncwarp();
         if (i + GV_STAGES - 1 < mine) {
             const int slot = (i + GV_STAGES - 1) % GV_STAGES;
-            copy_turn(dst_w + slot * GV_STAGE_BYTES, dst_s + slot * GV_STAGE_BYTES,
-                      src_a, src_b, src_s, jc + q < kblocks, q, kblocks - jc, sc_async);
+            copy_turn(dst_w + slot * GV_STAGE_WORDS, dst_s + slot * GV_STAGE_WORDS, src_a, src_b,
+                      src_s, jc + q < kblocks, q, kblocks - jc, sc_async);
             src_a += GV_WARPS * GV_TURN * 16, src_b += GV_WARPS * GV_TURN * 16;
             src_s += GV_WARPS * GV_TURN, jc += GV_WARPS * GV_TURN;
         }
