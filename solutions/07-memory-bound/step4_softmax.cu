@@ -20,15 +20,17 @@
  *     1024 < cols <= 32768  a block a row, the row held in registers: 32 values a thread,
  *                           as few threads as that needs (up to 1024), so that each thread
  *                           has several 16-byte loads in flight
- *     longer fp32 rows, 16-byte aligned, on a GPU with cooperative launch: the row split across
- *                           persistent blocks (the split kernel says how), each holding a slice
- *                           of 8192 values in registers and exchanging (max, sum) pairs with
- *                           the row's other slices through the scratch. One read of the row,
- *                           one write, like the shorter rows.
- *     32768 < cols <= 65536, bf16 rows 16-byte aligned (split rows measured slower in bf16:
- *                           softmax_split says why): a block a row, the row held as it was
- *                           loaded, 64 bf16 a thread in 32 registers, widened on each of three
- *                           passes (max, sum, outputs), the exponential taken twice
+ *     longer fp32 rows and bf16 rows longer than 65536, 16-byte aligned, on a GPU with
+ *                           cooperative launch: the row split across persistent blocks (the
+ *                           split kernel says how), each holding a slice in registers (fp32:
+ *                           8192 values widened; bf16: 16384 as loaded, 64 a thread in 32
+ *                           registers, widened on each of three passes) and exchanging (max,
+ *                           sum) pairs with the row's other slices through the scratch. One
+ *                           read of the row, one write, like the shorter rows.
+ *     32768 < cols <= 65536, bf16 rows 16-byte aligned: a block a row, the row held as it was
+ *                           loaded, 64 bf16 a thread, widened on each of three passes (max,
+ *                           sum, outputs), the exponential taken twice (on the H200 faster
+ *                           than the split up to 65536 columns, slower beyond)
  *     32768 < cols <= 65536, fp32 rows 16-byte aligned, where the rows are not split but the
  *                           GPU launches clusters (sm_90): a cluster of 2 blocks a row, the
  *                           row held in their registers, 32 values a thread. Each block reduces
@@ -564,6 +566,87 @@ softmax_cluster_kernel(const T *__restrict__ in, T *__restrict__ out, int cols, 
 #define SPLIT_THREADS 256 /* a slice: 256 threads x 32 values, 4 blocks an SM at 64 registers */
 #define SPLIT_EPT 32
 #define SPLIT_MIN_BLOCKS 4
+#define SPLIT_PACKED_ACCESSES 8 /* bf16: 8 accesses of 8 a thread as loaded, a slice of 16384 */
+
+/* The block's max (a NaN kept) and sum in every thread, each through its own WARP floats of
+ * shared memory: after the barrier every warp reduces all the warps' values itself. */
+static __device__ __forceinline__ float block_max(float m, float *s_part)
+{
+    const int lane = threadIdx.x % WARP;
+#pragma unroll
+    for (int offset = WARP / 2; offset > 0; offset /= 2)
+        m = max_nan(m, __shfl_xor_sync(FULL_MASK, m, offset));
+    if (lane == 0)
+        s_part[threadIdx.x / WARP] = m;
+    __syncthreads(); /* every warp's max is written */
+    m = lane < (int)(blockDim.x / WARP) ? s_part[lane] : -INFINITY;
+#pragma unroll
+    for (int offset = WARP / 2; offset > 0; offset /= 2)
+        m = max_nan(m, __shfl_xor_sync(FULL_MASK, m, offset));
+    return m;
+}
+
+static __device__ __forceinline__ float block_sum(float s, float *s_part)
+{
+    const int lane = threadIdx.x % WARP;
+#pragma unroll
+    for (int offset = WARP / 2; offset > 0; offset /= 2)
+        s += __shfl_xor_sync(FULL_MASK, s, offset);
+    if (lane == 0)
+        s_part[threadIdx.x / WARP] = s;
+    __syncthreads(); /* every warp's sum is written */
+    s = lane < (int)(blockDim.x / WARP) ? s_part[lane] : 0.0f;
+#pragma unroll
+    for (int offset = WARP / 2; offset > 0; offset /= 2)
+        s += __shfl_xor_sync(FULL_MASK, s, offset);
+    return s;
+}
+
+/* Slice t of row `row` publishes its block's pair (m, s), counts itself in and waits for the
+ * row's other slices; then warp 0 merges the row's pairs from L2, in slice order, and every
+ * thread gets the row's pair. Called by every thread of the block, once a slice: the barrier
+ * at the top of the ticket loop keeps s_row from being written while another thread still
+ * reads the last slice's. */
+static __device__ __forceinline__ float2 split_row_pair(float m, float s, unsigned t, int row,
+                                                        int slices, float2 *__restrict__ pairs,
+                                                        unsigned *__restrict__ counters)
+{
+    __shared__ float2 s_row;
+    if (threadIdx.x < WARP) {
+        if (threadIdx.x == 0) {
+            pairs[t] = make_float2(m, s);
+            __threadfence(); /* the pair is visible before the count says so */
+            atomicAdd(&counters[row], 1u);
+            const volatile unsigned *count = &counters[row];
+            while (*count < (unsigned)slices)
+                ;
+            __threadfence(); /* the others' pairs are read after their count */
+        }
+        __syncwarp();
+        float m_row = -INFINITY, s_row_sum = 0.0f;
+        for (int k = threadIdx.x; k < slices; k += WARP) {
+            const float2 p = __ldcg(&pairs[(size_t)row * slices + k]); /* from L2 */
+            merge(m_row, s_row_sum, p.x, p.y);
+        }
+        warp_merge(m_row, s_row_sum);
+        if (threadIdx.x == 0)
+            s_row = make_float2(m_row, s_row_sum);
+    }
+    __syncthreads(); /* the row's pair is in s_row */
+    return s_row;
+}
+
+/* The block's next ticket into s_ticket (the kernel's shared variable), the same in every
+ * thread; false when every slice of every row is taken. The barrier also ends the last slice.
+ * Slice t is slice t % slices of row t / slices. */
+static __device__ __forceinline__ bool split_ticket(unsigned *__restrict__ counters, int rows,
+                                                    int slices, unsigned &s_ticket)
+{
+    if (threadIdx.x == 0)
+        s_ticket = atomicAdd(&counters[rows], 1u); /* the ticket counter follows the rows' */
+    __syncthreads(); /* the ticket is in; and every thread is done with the last slice */
+    return s_ticket < (unsigned)rows * (unsigned)slices;
+}
 
 template <typename T, int W>
 static __global__ void __launch_bounds__(SPLIT_THREADS, SPLIT_MIN_BLOCKS)
@@ -571,17 +654,10 @@ softmax_split_kernel(const T *__restrict__ in, T *__restrict__ out, int rows, in
                      float2 *__restrict__ pairs, unsigned *__restrict__ counters)
 {
     __shared__ unsigned s_ticket;
-    __shared__ float2 s_row;
-    const unsigned total = (unsigned)rows * (unsigned)slices;
-    for (;;) {
-        if (threadIdx.x == 0)
-            s_ticket = atomicAdd(&counters[rows], 1u); /* the ticket counter follows the rows' */
-        __syncthreads(); /* the ticket is in; and every thread is done with the last slice */
+    while (split_ticket(counters, rows, slices, s_ticket)) {
         const unsigned t = s_ticket;
-        if (t >= total)
-            return; /* the whole block: t is the same in every thread */
-        const int row = (int)(t / (unsigned)slices), first = (int)(t % (unsigned)slices) *
-                                                             (SPLIT_THREADS * SPLIT_EPT);
+        const int row = (int)(t / (unsigned)slices);
+        const int first = (int)(t % (unsigned)slices) * (SPLIT_THREADS * SPLIT_EPT);
         const size_t offset = (size_t)row * cols;
         float v[SPLIT_EPT], m, s;
         load_slice<SPLIT_EPT, W>(in + offset, cols, first, threadIdx.x, SPLIT_THREADS, -INFINITY,
@@ -589,34 +665,97 @@ softmax_split_kernel(const T *__restrict__ in, T *__restrict__ out, int rows, in
         slice_max_sum<fast_exp<T>>(v, m, s);
         const float m_thread = m;
         block_merge(m, s);
-        if (threadIdx.x < WARP) {
-            if (threadIdx.x == 0) {
-                pairs[t] = make_float2(m, s);
-                __threadfence(); /* the pair is visible before the count says so */
-                atomicAdd(&counters[row], 1u);
-                const volatile unsigned *count = &counters[row];
-                while (*count < (unsigned)slices)
-                    ;
-                __threadfence(); /* the others' pairs are read after their count */
-            }
-            __syncwarp();
-            float m_row = -INFINITY, s_row_sum = 0.0f;
-            for (int k = threadIdx.x; k < slices; k += WARP) {
-                const float2 p = __ldcg(&pairs[(size_t)row * slices + k]); /* from L2 */
-                merge(m_row, s_row_sum, p.x, p.y);
-            }
-            warp_merge(m_row, s_row_sum);
-            if (threadIdx.x == 0)
-                s_row = make_float2(m_row, s_row_sum);
-        }
-        __syncthreads(); /* the row's pair is in s_row */
-        const float2 r = s_row;
+        const float2 r = split_row_pair(m, s, t, row, slices, pairs, counters);
         const float scale = expf(m_thread - r.x) / r.y;
 #pragma unroll
         for (int p = 0; p < SPLIT_EPT; ++p)
             v[p] *= scale;
         store_slice<SPLIT_EPT, W>(out + offset, cols, first, threadIdx.x, SPLIT_THREADS, v);
     }
+}
+
+/* The split for 16-byte aligned bf16 rows. A slice of 8192 bf16 held widened (32 floats a
+ * thread, as the fp32 kernel holds) is 16 KB of row for the same fixed cost a slice (the
+ * ticket, the barriers, the publish and the wait) that an fp32 slice spreads over 32 KB. So
+ * a thread holds its share as loaded, 8 accesses of 8 bf16 in 32 registers, as the packed
+ * block kernel does: a slice of 16384 values, 32 KB again. Each of the three passes (max,
+ * sum, outputs) widens the registers afresh. The block's max is taken before any
+ * exponential, so that the sums are plain sums (no exponential inside a tree, no registers
+ * for one beside the held slice), and the outputs are taken against the row's max: the
+ * exponential twice an element, once for the sum and once for the output. Loads and stores
+ * stream (__ldcs, __stcs): each byte is touched once.
+ * One slice is a function of its own, called from the ticket loop and not inlined into it:
+ * inlined, the compiler keeps the loop's invariants in registers beside the held slice, and
+ * at 64 registers (4 blocks an SM) the slice spills; called, it does not. */
+static __device__ __noinline__ void softmax_split_packed_slice(
+    const __nv_bfloat16 *__restrict__ in, __nv_bfloat16 *__restrict__ out, int cols, int slices,
+    unsigned t, float2 *__restrict__ pairs, unsigned *__restrict__ counters, float *s_max,
+    float *s_sum)
+{
+    constexpr int W = 8, ACCESSES = SPLIT_PACKED_ACCESSES, SLICE = SPLIT_THREADS * ACCESSES * W;
+    const int row = (int)(t / (unsigned)slices), first = (int)(t % (unsigned)slices) * SLICE;
+    const __nv_bfloat16 *x = in + (size_t)row * cols;
+    uint4 q[ACCESSES];
+#pragma unroll
+    for (int k = 0; k < ACCESSES; ++k) {
+        const int col = first + (threadIdx.x + k * SPLIT_THREADS) * W;
+        q[k] = col < cols ? __ldcs(reinterpret_cast<const uint4 *>(x + col))
+                          : make_uint4(0xff80ff80u, 0xff80ff80u, 0xff80ff80u, 0xff80ff80u);
+    }
+    float m = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < ACCESSES; ++k) {
+        float v[W];
+        widen8(q[k], v);
+#pragma unroll
+        for (int j = 0; j < W; ++j)
+            m = fmaxf(m, v[j]); /* a NaN dropped here still reaches the sum */
+    }
+    m = block_max(m, s_max);
+    const float base_block = exp_base(m);
+    reread(q);
+    float s = 0.0f;
+#pragma unroll
+    for (int k = 0; k < ACCESSES; ++k) {
+        float v[W];
+        widen8(q[k], v);
+#pragma unroll
+        for (int j = 0; j < W; ++j)
+            s += exp_of<true>(v[j] - base_block);
+    }
+    s = block_sum(s, s_sum);
+    const float2 r = split_row_pair(m, s, t, row, slices, pairs, counters);
+    const float base = exp_base(r.x), inv = 1.0f / r.y;
+    reread(q);
+    int col = first + threadIdx.x * W, stride = SPLIT_THREADS * W;
+    __nv_bfloat16 *y = out + (size_t)row * cols + col;
+#pragma unroll
+    for (int k = 0; k < ACCESSES; ++k) {
+        if (col < cols) {
+            float v[W];
+            widen8(q[k], v);
+#pragma unroll
+            for (int j = 0; j < W; ++j)
+                v[j] = exp_of<true>(v[j] - base) * inv;
+            __stcs(reinterpret_cast<uint4 *>(y),
+                   make_uint4(bf16x2_rn(v[0], v[1]), bf16x2_rn(v[2], v[3]),
+                              bf16x2_rn(v[4], v[5]), bf16x2_rn(v[6], v[7])));
+        }
+        asm volatile("" : "+r"(stride)); /* one address at a time, not all eight kept */
+        col += stride;
+        y += stride;
+    }
+}
+
+static __global__ void __launch_bounds__(SPLIT_THREADS, SPLIT_MIN_BLOCKS)
+softmax_split_packed_kernel(const __nv_bfloat16 *__restrict__ in, __nv_bfloat16 *__restrict__ out,
+                            int rows, int cols, int slices, float2 *__restrict__ pairs,
+                            unsigned *__restrict__ counters)
+{
+    __shared__ unsigned s_ticket;
+    __shared__ float s_max[WARP], s_sum[WARP];
+    while (split_ticket(counters, rows, slices, s_ticket))
+        softmax_split_packed_slice(in, out, cols, slices, s_ticket, pairs, counters, s_max, s_sum);
 }
 #endif
 
@@ -686,17 +825,24 @@ static bool softmax_cluster(const T *d_in, T *d_out, int rows, int cols)
  * zeroed before each launch. false, launching nothing, where the device has no cooperative
  * launch, the grid it holds cannot take a row's slices at once, or the pairs would not fit the
  * scratch: those rows are streamed. The grid (the blocks the device holds at once) is asked
- * once a kernel: one device, as everywhere in this workbook.
- * fp32 rows only. A bf16 slice of 8192 values is 16 KB against fp32's 32 KB, so the fixed
- * cost of a slice (the ticket, two barriers, the publish and the wait) weighs twice as much
- * against its bytes; on the H200 the split bf16 rows measured slower than the packed block
- * kernel at 65536 columns and than the streamed one at 262144, and bf16 keeps those. */
+ * once a kernel: one device, as everywhere in this workbook. fp32 slices hold 8192 values
+ * widened, bf16 slices 16384 as loaded (softmax_split_packed_kernel says why). */
 template <typename T, int W>
 static bool softmax_split(const T *d_in, T *d_out, int rows, int cols, void *d_scratch)
 {
-    if constexpr (W == 1 || sizeof(T) != 4) {
+    if constexpr (W == 1) {
         return false;
     } else {
+        constexpr bool packed = sizeof(T) == 2;
+        if (packed && cols <= PACKED_ROW_MAX)
+            return false; /* the packed block kernel: measured faster up to its 65536 columns */
+        constexpr int slice_values = packed ? SPLIT_THREADS * SPLIT_PACKED_ACCESSES * W
+                                            : SPLIT_THREADS * SPLIT_EPT;
+        const void *kernel;
+        if constexpr (packed)
+            kernel = (const void *)softmax_split_packed_kernel;
+        else
+            kernel = (const void *)softmax_split_kernel<T, W>;
         static int grid; /* 0 not asked, -1 no cooperative launch */
         if (grid == 0) {
             int dev, coop, sms, per_sm = 0;
@@ -704,11 +850,11 @@ static bool softmax_split(const T *d_in, T *d_out, int rows, int cols, void *d_s
             CUDA_CHECK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
             CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
             if (coop)
-                CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                    &per_sm, softmax_split_kernel<T, W>, SPLIT_THREADS, 0));
+                CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel,
+                                                                         SPLIT_THREADS, 0));
             grid = coop && per_sm > 0 ? per_sm * sms : -1;
         }
-        int slices = cdiv(cols, SPLIT_THREADS * SPLIT_EPT);
+        int slices = cdiv(cols, slice_values);
         const size_t counter_bytes = ((size_t)rows + 1) * sizeof(unsigned);
         const size_t pairs_at = (counter_bytes + 15) / 16 * 16;
         const size_t pair_count = (size_t)rows * (size_t)slices;
@@ -720,9 +866,8 @@ static bool softmax_split(const T *d_in, T *d_out, int rows, int cols, void *d_s
         CUDA_CHECK(cudaMemsetAsync(counters, 0, counter_bytes));
         void *args[] = { (void *)&d_in, (void *)&d_out, (void *)&rows, (void *)&cols,
                          (void *)&slices, (void *)&pairs, (void *)&counters };
-        CUDA_CHECK(cudaLaunchCooperativeKernel((const void *)softmax_split_kernel<T, W>,
-                                               dim3((unsigned)grid), dim3(SPLIT_THREADS), args,
-                                               0, 0));
+        CUDA_CHECK(cudaLaunchCooperativeKernel(kernel, dim3((unsigned)grid), dim3(SPLIT_THREADS),
+                                               args, 0, 0));
         return true;
     }
 }

@@ -12,15 +12,16 @@
  *                           threads as that needs (16 values, 16384 columns, where rows are
  *                           not 16-byte aligned), so that each thread has several 16-byte
  *                           loads in flight and the reductions span few warps
- *     longer fp32 rows, 16-byte aligned, on a GPU with cooperative launch: the row split across
- *                           persistent blocks, as in step 4: each block holds a slice of 8192
- *                           values and publishes its statistics (RMSNorm: the sum of squares;
- *                           LayerNorm: its moments, merged as below) through the scratch; one
- *                           read of the row and one write
- *     32768 < cols <= 65536, bf16 rows 16-byte aligned (split rows measured slower in bf16):
- *                           a block a row, the row held as it was loaded (64 bf16 a
- *                           thread in 32 registers), widened on each pass (step 4's packed
- *                           softmax says why)
+ *     longer fp32 rows and bf16 rows longer than 65536, 16-byte aligned, on a GPU with
+ *                           cooperative launch: the row split across persistent blocks, as in
+ *                           step 4: each block holds a slice (fp32: 8192 values widened; bf16:
+ *                           16384 as loaded) and publishes its statistics (RMSNorm: the sum of
+ *                           squares; LayerNorm: its moments, merged as below) through the
+ *                           scratch; one read of the row and one write
+ *     32768 < cols <= 65536, bf16 rows 16-byte aligned: a block a row, the row held as it was
+ *                           loaded (64 bf16 a thread in 32 registers), widened on each pass
+ *                           (step 4's packed softmax says why; as there, faster than the split
+ *                           up to 65536 columns on the H200)
  *     32768 < cols <= 65536, fp32 rows 16-byte aligned, where the rows are not split but the
  *                           GPU launches clusters (sm_90): a cluster of 2 blocks a row, the row
  *                           in their registers, as in step 4; each sum over the row is the
@@ -628,6 +629,69 @@ norm_cluster_kernel(const T *__restrict__ in, const T *__restrict__ w, const T *
 template <typename T, bool LAYER>
 constexpr int split_min_blocks = LAYER && sizeof(T) == 4 ? 3 : 4;
 
+#define SPLIT_PACKED_ACCESSES 8 /* bf16: 8 accesses of 8 a thread as loaded, a slice of 16384 */
+
+/* The block's next ticket, the same in every thread: (row, first column) of its slice, or
+ * false when every slice of every row is taken. The barrier also ends the last slice. */
+static __device__ __forceinline__ bool split_ticket(unsigned *__restrict__ counters, int rows,
+                                                    int slices, int slice_values, unsigned &t,
+                                                    int &row, int &first)
+{
+    __shared__ unsigned s_ticket;
+    if (threadIdx.x == 0)
+        s_ticket = atomicAdd(&counters[rows], 1u); /* the ticket counter follows the rows' */
+    __syncthreads(); /* the ticket is in; and every thread is done with the last slice */
+    t = s_ticket;
+    if (t >= (unsigned)rows * (unsigned)slices)
+        return false;
+    row = (int)(t / (unsigned)slices);
+    first = (int)(t % (unsigned)slices) * slice_values;
+    return true;
+}
+
+/* Slice t of row `row` publishes its block's statistics `mine` (thread 0's), counts itself in
+ * and waits for the row's other slices; warp 0 merges the row's from L2 in slice order (the
+ * same bits in every block of the row) and every thread gets them: RMSNorm (sum of squares,
+ * -, -, -), LayerNorm the moments (n, k, d, m2). Called by every thread, once a slice. */
+template <bool LAYER>
+static __device__ __forceinline__ float4 split_row_stats(float4 mine, unsigned t, int row,
+                                                         int slices, float4 *__restrict__ parts,
+                                                         unsigned *__restrict__ counters)
+{
+    __shared__ float4 s_row;
+    if (threadIdx.x < WARP) {
+        if (threadIdx.x == 0) {
+            parts[t] = mine;
+            __threadfence(); /* the statistics are visible before the count says so */
+            atomicAdd(&counters[row], 1u);
+            const volatile unsigned *count = &counters[row];
+            while (*count < (unsigned)slices)
+                ;
+            __threadfence(); /* the others' statistics are read after their count */
+        }
+        __syncwarp();
+        if constexpr (LAYER) {
+            moments r = {0.0f, 0.0f, 0.0f, 0.0f};
+            for (int k = threadIdx.x; k < slices; k += WARP) { /* lane order, then a tree */
+                const float4 p = __ldcg(&parts[(size_t)row * slices + k]); /* from L2 */
+                r = merge(r, moments{p.x, p.y, p.z, p.w});
+            }
+            r = warp_moments(r);
+            if (threadIdx.x == 0)
+                s_row = make_float4(r.n, r.k, r.d, r.m2);
+        } else {
+            float ss = 0.0f;
+            for (int k = threadIdx.x; k < slices; k += WARP)
+                ss += __ldcg(&parts[(size_t)row * slices + k]).x;
+            ss = warp_sum(ss);
+            if (threadIdx.x == 0)
+                s_row = make_float4(ss, 0.0f, 0.0f, 0.0f);
+        }
+    }
+    __syncthreads(); /* the row's statistics are in s_row */
+    return s_row;
+}
+
 template <typename T, int W, bool LAYER>
 static __global__ void __launch_bounds__(SPLIT_THREADS, (split_min_blocks<T, LAYER>))
 norm_split_kernel(const T *__restrict__ in, const T *__restrict__ w, const T *__restrict__ b,
@@ -635,18 +699,9 @@ norm_split_kernel(const T *__restrict__ in, const T *__restrict__ w, const T *__
                   float4 *__restrict__ parts, unsigned *__restrict__ counters)
 {
     __shared__ float s_part[WARP]; /* RMSNorm's block sum */
-    __shared__ unsigned s_ticket;
-    __shared__ float4 s_row;
-    const unsigned total = (unsigned)rows * (unsigned)slices;
-    for (;;) {
-        if (threadIdx.x == 0)
-            s_ticket = atomicAdd(&counters[rows], 1u); /* the ticket counter follows the rows' */
-        __syncthreads(); /* the ticket is in; and every thread is done with the last slice */
-        const unsigned t = s_ticket;
-        if (t >= total)
-            return; /* the whole block: t is the same in every thread */
-        const int row = (int)(t / (unsigned)slices), first = (int)(t % (unsigned)slices) *
-                                                             (SPLIT_THREADS * SPLIT_EPT);
+    unsigned t;
+    int row, first;
+    while (split_ticket(counters, rows, slices, SPLIT_THREADS * SPLIT_EPT, t, row, first)) {
         const size_t offset = (size_t)row * cols;
         float v[SPLIT_EPT];
         const int accesses = load_slice<SPLIT_EPT, W>(in + offset, cols, first, threadIdx.x,
@@ -662,41 +717,102 @@ norm_split_kernel(const T *__restrict__ in, const T *__restrict__ w, const T *__
                 ss += v[p] * v[p];
             mine = make_float4(block_sum(ss, s_part), 0.0f, 0.0f, 0.0f);
         }
-        if (threadIdx.x < WARP) {
-            if (threadIdx.x == 0) {
-                parts[t] = mine;
-                __threadfence(); /* the statistics are visible before the count says so */
-                atomicAdd(&counters[row], 1u);
-                const volatile unsigned *count = &counters[row];
-                while (*count < (unsigned)slices)
-                    ;
-                __threadfence(); /* the others' statistics are read after their count */
-            }
-            __syncwarp();
-            if constexpr (LAYER) {
-                moments r = {0.0f, 0.0f, 0.0f, 0.0f};
-                for (int k = threadIdx.x; k < slices; k += WARP) { /* lane order, then a tree */
-                    const float4 p = __ldcg(&parts[(size_t)row * slices + k]); /* from L2 */
-                    r = merge(r, moments{p.x, p.y, p.z, p.w});
-                }
-                r = warp_moments(r);
-                if (threadIdx.x == 0)
-                    s_row = make_float4(r.n, r.k, r.d, r.m2);
-            } else {
-                float ss = 0.0f;
-                for (int k = threadIdx.x; k < slices; k += WARP)
-                    ss += __ldcg(&parts[(size_t)row * slices + k]).x;
-                ss = warp_sum(ss);
-                if (threadIdx.x == 0)
-                    s_row = make_float4(ss, 0.0f, 0.0f, 0.0f);
-            }
-        }
-        __syncthreads(); /* the row's statistics are in s_row */
-        const float4 r = s_row;
+        const float4 r = split_row_stats<LAYER>(mine, t, row, slices, parts, counters);
         const float rstd = rsqrtf((LAYER ? r.w : r.x) / cols + eps);
         store_norm_slice<LAYER, SPLIT_EPT, W>(out + offset, w, b, cols, first, threadIdx.x,
                                               SPLIT_THREADS, v, LAYER ? r.y : 0.0f,
                                               LAYER ? r.z : 0.0f, rstd);
+    }
+}
+
+/* The split for 16-byte aligned bf16 rows, as step 4's softmax_split_packed_kernel: a thread
+ * holds its share as loaded (8 accesses of 8 bf16 in 32 registers, a slice of 16384 values,
+ * 32 KB like an fp32 slice) and widens it on each pass. LayerNorm's moments of a thread's
+ * values take two passes (the sum of x - k, then of ((x - k) - d)^2, k the thread's first
+ * value), as slice_moments does over widened registers; the outputs a third. */
+template <bool LAYER>
+static __global__ void __launch_bounds__(SPLIT_THREADS, 4)
+norm_split_packed_kernel(const __nv_bfloat16 *__restrict__ in, const __nv_bfloat16 *__restrict__ w,
+                         const __nv_bfloat16 *__restrict__ b, __nv_bfloat16 *__restrict__ out,
+                         int rows, int cols, float eps, int slices, float4 *__restrict__ parts,
+                         unsigned *__restrict__ counters)
+{
+    constexpr int W = 8, ACCESSES = SPLIT_PACKED_ACCESSES;
+    __shared__ float s_part[WARP]; /* RMSNorm's block sum */
+    unsigned t;
+    int row, first;
+    while (split_ticket(counters, rows, slices, SPLIT_THREADS * ACCESSES * W, t, row, first)) {
+        const __nv_bfloat16 *x = in + (size_t)row * cols;
+        uint4 q[ACCESSES];
+        int accesses = 0; /* the accesses inside the row come first */
+#pragma unroll
+        for (int a = 0; a < ACCESSES; ++a) {
+            const int col = first + (threadIdx.x + a * SPLIT_THREADS) * W;
+            if (col < cols) {
+                q[a] = __ldcs(reinterpret_cast<const uint4 *>(x + col));
+                ++accesses;
+            } else {
+                q[a] = make_uint4(0u, 0u, 0u, 0u);
+            }
+        }
+        float4 mine;
+        float k = 0.0f, d = 0.0f;
+        if constexpr (LAYER) {
+            moments m = {0.0f, 0.0f, 0.0f, 0.0f};
+            if (accesses > 0) {
+                k = bf16_lo(q[0].x);
+                float sum = 0.0f;
+#pragma unroll
+                for (int a = 0; a < ACCESSES; ++a) {
+                    float v[W];
+                    widen8(q[a], v);
+                    sum += shifted_sum<W, W>(v, a < accesses ? 1 : 0, k);
+                }
+                m.n = (float)(accesses * W);
+                m.k = k;
+                m.d = __fdividef(sum, m.n); /* 2 ulp, as in merge */
+                reread(q);
+#pragma unroll
+                for (int a = 0; a < ACCESSES; ++a) {
+                    float v[W];
+                    widen8(q[a], v);
+                    m.m2 += deviations_m2<W, W>(v, a < accesses ? 1 : 0, k, m.d);
+                }
+            }
+            m = block_moments(m);
+            mine = make_float4(m.n, m.k, m.d, m.m2);
+        } else {
+            float ss = 0.0f; /* the columns past the end hold 0 */
+#pragma unroll
+            for (int a = 0; a < ACCESSES; ++a) {
+                float v[W];
+                widen8(q[a], v);
+#pragma unroll
+                for (int j = 0; j < W; ++j)
+                    ss += v[j] * v[j];
+            }
+            mine = make_float4(block_sum(ss, s_part), 0.0f, 0.0f, 0.0f);
+        }
+        const float4 r = split_row_stats<LAYER>(mine, t, row, slices, parts, counters);
+        const float rstd = rsqrtf((LAYER ? r.w : r.x) / cols + eps);
+        if constexpr (LAYER) {
+            k = r.y;
+            d = r.z;
+        }
+        reread(q);
+        /* the row's address again, not kept through the passes: every register counts here */
+        asm volatile("" : "+r"(row));
+        __nv_bfloat16 *y = out + (size_t)row * cols;
+        int at = first, stride = SPLIT_THREADS * W;
+#pragma unroll
+        for (int a = 0; a < ACCESSES; ++a) {
+            float v[W];
+            widen8(q[a], v);
+            store_norm_slice<LAYER, W, W>(y, w, b, cols, at, threadIdx.x, SPLIT_THREADS, v, k, d,
+                                          rstd);
+            asm volatile("" : "+r"(stride)); /* one address at a time, not all eight kept */
+            at += stride;
+        }
     }
 }
 #endif
@@ -757,15 +873,25 @@ static bool norm_cluster(const T *d_x, const T *d_w, const T *d_b, T *d_y, int r
 #if HAVE_CLUSTERS
 /* Launches the split kernel, as step 4's softmax_split: false, launching nothing, where the
  * device has no cooperative launch, its grid cannot take a row's slices at once, or the
- * statistics would not fit the scratch; and for bf16 rows, which measured slower split than
- * held by one block or streamed (step 4's softmax_split says why). */
+ * statistics would not fit the scratch. fp32 slices hold 8192 values widened, bf16 slices
+ * 16384 as loaded (norm_split_packed_kernel). */
 template <typename T, int W, bool LAYER>
 static bool norm_split(const T *d_x, const T *d_w, const T *d_b, T *d_y, int rows, int cols,
                        float eps, void *d_scratch)
 {
-    if constexpr (W == 1 || sizeof(T) != 4) {
+    if constexpr (W == 1) {
         return false;
     } else {
+        constexpr bool packed = sizeof(T) == 2;
+        if (packed && cols <= PACKED_ROW_MAX)
+            return false; /* the packed block kernel: measured faster up to its 65536 columns */
+        constexpr int slice_values = packed ? SPLIT_THREADS * SPLIT_PACKED_ACCESSES * W
+                                            : SPLIT_THREADS * SPLIT_EPT;
+        const void *kernel;
+        if constexpr (packed)
+            kernel = (const void *)norm_split_packed_kernel<LAYER>;
+        else
+            kernel = (const void *)norm_split_kernel<T, W, LAYER>;
         static int grid; /* 0 not asked, -1 no cooperative launch */
         if (grid == 0) {
             int dev, coop, sms, per_sm = 0;
@@ -773,11 +899,11 @@ static bool norm_split(const T *d_x, const T *d_w, const T *d_b, T *d_y, int row
             CUDA_CHECK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
             CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
             if (coop)
-                CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                    &per_sm, norm_split_kernel<T, W, LAYER>, SPLIT_THREADS, 0));
+                CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel,
+                                                                         SPLIT_THREADS, 0));
             grid = coop && per_sm > 0 ? per_sm * sms : -1;
         }
-        int slices = cdiv(cols, SPLIT_THREADS * SPLIT_EPT);
+        int slices = cdiv(cols, slice_values);
         const size_t counter_bytes = ((size_t)rows + 1) * sizeof(unsigned);
         const size_t parts_at = (counter_bytes + 15) / 16 * 16;
         const size_t part_count = (size_t)rows * (size_t)slices;
@@ -790,9 +916,8 @@ static bool norm_split(const T *d_x, const T *d_w, const T *d_b, T *d_y, int row
         void *args[] = { (void *)&d_x, (void *)&d_w, (void *)&d_b, (void *)&d_y, (void *)&rows,
                          (void *)&cols, (void *)&eps, (void *)&slices, (void *)&parts,
                          (void *)&counters };
-        CUDA_CHECK(cudaLaunchCooperativeKernel((const void *)norm_split_kernel<T, W, LAYER>,
-                                               dim3((unsigned)grid), dim3(SPLIT_THREADS), args,
-                                               0, 0));
+        CUDA_CHECK(cudaLaunchCooperativeKernel(kernel, dim3((unsigned)grid), dim3(SPLIT_THREADS),
+                                               args, 0, 0));
         return true;
     }
 }
