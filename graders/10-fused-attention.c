@@ -16,7 +16,10 @@
  *                each (the second run shuffled on the CPU backend), o and lse poisoned with
  *                NaN, every buffer guarded (the work space too); dim 64 and 128, causal and
  *                not, len 1, primes, lengths short of a tile and off every tile, several
- *                heads; the numerical vectors below
+ *                heads; the numerical vectors below; the padding mask: d_kv_len NULL on the
+ *                shapes above, kv_len[b] drawn in [1, len] a batch (causal and not, scores to
+ *                +-200 too), and a batch of kv_len 0 among them, whose rows see no key: o
+ *                exactly 0 there and lse -inf, NaN nowhere
  *   concept      on the CPU backend, from the emu's instrumented build (graders/concept.h and
  *                the profile driver graders/10-fused-attention-profile.c), on a shape drawn
  *                from the seed: one launch; global stores no more than o and lse (no len x len
@@ -52,6 +55,8 @@
  * on the short rows, and a score out by a rescale breaks it everywhere.
  * NaN: where the reference is NaN (a NaN row of q; a row that sees a NaN row of k) the output
  * must be NaN; NaN passes nowhere else.
+ * A row that sees no key (kv_len[b] == 0) has a defined output with no rounding in it: o is
+ * held to exactly 0 (a tolerance of 0) and lse to exactly -inf.
  */
 #define _POSIX_C_SOURCE 200809L /* popen: graders/concept.h */
 #include <math.h>
@@ -82,10 +87,18 @@ enum vec {
 };
 static const char *const VEC_NAME[] = { "", ", scores to +-200", ", NaN rows",
                                         ", FA3 outliers" };
+enum pad {
+    PAD_NONE,  /* d_kv_len NULL: every key is real */
+    PAD_KEYS,  /* kv_len[b] drawn in [1, len] a batch (batch 0's short of len) */
+    PAD_EMPTY, /* the same, and one batch drawn to kv_len 0: its rows see no key */
+};
+static const char *const PAD_NAME[] = { "", ", padded keys", ", padded keys, a batch with "
+                                                            "kv_len 0" };
 
 struct at_shape {
     int dtype, batch, heads, len, dim, causal, vec;
     int lse;        /* 1: lse is checked (the step writes it) */
+    int pad;        /* enum pad */
 };
 
 struct at_problem {
@@ -97,7 +110,9 @@ struct at_problem {
     float *h_lse;
     double *ref_o, *tol_o, *ref_lse, *tol_lse;
     int ref_lse_valid;           /* 0 where the reference is a kernel's o alone (speed) */
+    int *h_kv_len;               /* batch ints, PAD_KEYS and PAD_EMPTY only, else NULL */
     void *d_q, *d_k, *d_v, *d_o, *d_lse, *d_work;
+    void *d_kv_len;              /* what the launchers get: NULL for PAD_NONE */
 };
 
 /* ---- the two 16-bit formats, bit by bit ---------------------------------------------------- */
@@ -161,8 +176,9 @@ static enum tol_format tol_fmt(int dtype) { return dtype == F16 ? TOL_FP16 : TOL
 static void at_shape_name(const void *shape, char *buf, size_t len)
 {
     const struct at_shape *s = shape;
-    snprintf(buf, len, "%dx%dx%dx%d %s%s%s", s->batch, s->heads, s->len, s->dim,
-             s->dtype == F16 ? "fp16" : "bf16", s->causal ? " causal" : "", VEC_NAME[s->vec]);
+    snprintf(buf, len, "%dx%dx%dx%d %s%s%s%s", s->batch, s->heads, s->len, s->dim,
+             s->dtype == F16 ? "fp16" : "bf16", s->causal ? " causal" : "", VEC_NAME[s->vec],
+             PAD_NAME[s->pad]);
 }
 
 /* the multiply-adds of both products, every score counted */
@@ -200,6 +216,10 @@ static void *at_init(const struct flow_kind *k, const void *shape)
     p->d_lse = dbuf_alloc(p->nlse * sizeof(float), "d_lse");
     /* an input to the judge: only its guard zones travel from the runner, not its bytes */
     p->d_work = dbuf_alloc_input(attention_work_bytes(s->batch, s->heads, s->len), "d_work");
+    if (s->pad != PAD_NONE) {
+        p->h_kv_len = xmalloc((size_t)s->batch * sizeof(int));
+        p->d_kv_len = dbuf_alloc_input((size_t)s->batch * sizeof(int), "d_kv_len");
+    }
     return p;
 }
 
@@ -211,6 +231,9 @@ static void at_free(void *pp)
     free(p->ref_o), free(p->tol_o), free(p->ref_lse), free(p->tol_lse);
     dbuf_free(p->d_q), dbuf_free(p->d_k), dbuf_free(p->d_v), dbuf_free(p->d_o);
     dbuf_free(p->d_lse), dbuf_free(p->d_work);
+    if (p->d_kv_len)
+        dbuf_free(p->d_kv_len);
+    free(p->h_kv_len);
     free(p);
 }
 
@@ -262,6 +285,16 @@ static void at_fill_inputs(void *pp, struct rng *r)
                 p->raw_k[row * s->dim + rng_next(r) % (uint64_t)s->dim] = to_fmt(t, NAN);
             }
         }
+    /* the padding mask: each batch's valid keys; batch 0 is short of len, so that a shape
+     * always has padding to mask (len > 1), and with PAD_EMPTY one batch has none at all */
+    if (s->pad != PAD_NONE) {
+        for (int b = 0; b < s->batch; b++)
+            p->h_kv_len[b] = 1 + (int)(rng_next(r) % (uint64_t)(b == 0 && s->len > 1 ? s->len - 1
+                                                                                     : s->len));
+        if (s->pad == PAD_EMPTY)
+            p->h_kv_len[rng_next(r) % (uint64_t)s->batch] = 0;
+        to_device(p->d_kv_len, p->h_kv_len, (size_t)s->batch * sizeof(int));
+    }
     for (size_t e = 0; e < p->nqkv; e++) {
         p->h_q[e] = (float)from_fmt(t, p->raw_q[e]);
         p->h_k[e] = (float)from_fmt(t, p->raw_k[e]);
@@ -279,11 +312,19 @@ static void at_fill_inputs(void *pp, struct rng *r)
 static void reference_row(struct at_problem *p, int bh, int i, double *sc, double *pr)
 {
     const struct at_shape *s = &p->s;
-    const int d = s->dim, n = s->causal ? i + 1 : s->len;
+    /* row i sees the keys j < kv_len[b], and with causal j <= i: the first n */
+    const int kv = p->h_kv_len ? p->h_kv_len[bh / s->heads] : s->len;
+    const int d = s->dim, n = s->causal && i + 1 < kv ? i + 1 : kv;
     const size_t row = (size_t)bh * s->len + i;
     const float *q = p->h_q + row * d, *kb = p->h_k + (size_t)bh * s->len * d;
     const float *vb = p->h_v + (size_t)bh * s->len * d;
     double *o = p->ref_o + row * d, *tol = p->tol_o + row * d;
+    if (n == 0) { /* no key: the contract's zeros and -inf, exactly */
+        for (int c = 0; c < d; c++)
+            o[c] = 0, tol[c] = 0;
+        p->ref_lse[row] = -INFINITY, p->tol_lse[row] = 0;
+        return;
+    }
     double m = -INFINITY, e_max = 0;
     int has_nan = 0;
     for (int j = 0; j < n; j++) {
@@ -347,11 +388,11 @@ static void at_launch(void *pp, flow_fn fn)
     struct at_problem *p = pp;
     const struct at_shape *s = &p->s;
     if (s->dtype == F16)
-        ((attention_f16_fn)fn)(p->d_q, p->d_k, p->d_v, p->d_o, p->d_lse, s->batch, s->heads,
-                               s->len, s->dim, s->causal, p->scale, p->d_work);
+        ((attention_f16_fn)fn)(p->d_q, p->d_k, p->d_v, p->d_o, p->d_lse, p->d_kv_len, s->batch,
+                               s->heads, s->len, s->dim, s->causal, p->scale, p->d_work);
     else
-        ((attention_bf16_fn)fn)(p->d_q, p->d_k, p->d_v, p->d_o, p->d_lse, s->batch, s->heads,
-                                s->len, s->dim, s->causal, p->scale, p->d_work);
+        ((attention_bf16_fn)fn)(p->d_q, p->d_k, p->d_v, p->d_o, p->d_lse, p->d_kv_len, s->batch,
+                                s->heads, s->len, s->dim, s->causal, p->scale, p->d_work);
 }
 
 /* no library of the whole operation here: the baseline is step 1 */
@@ -365,6 +406,7 @@ static int at_library(void *pp)
 
 struct verdict {
     size_t bad, checked, unwritten, nan_missing, bad_lse, lse_unwritten;
+    size_t bad_empty, bad_lse_empty;  /* of those, in rows that see no key (kv_len[b] == 0) */
     double sq_err;              /* sum of (got - want)^2 over o's finite references */
     size_t first[CMP_MAX_REPORT];
     int nreport;
@@ -376,7 +418,15 @@ static int wrong(double got, double want, double tol)
 {
     if (isnan(want))
         return !isnan(got);
+    if (isinf(want)) /* the lse of a row that sees no key: -inf and nothing else */
+        return got != want;
     return !isfinite(got) || fabs(got - want) > tol;
+}
+
+/* row (of batch x heads x len) sees no key: its reference is the contract's zeros and -inf */
+static int empty_row(const struct at_problem *p, size_t row)
+{
+    return p->h_kv_len && p->h_kv_len[row / p->s.len / p->s.heads] == 0;
 }
 
 static struct verdict compare(struct at_problem *p)
@@ -394,6 +444,7 @@ static struct verdict compare(struct at_problem *p)
         v.bad++;
         v.unwritten += isnan(got) && !isnan(p->ref_o[e]);
         v.nan_missing += isnan(p->ref_o[e]) != 0;
+        v.bad_empty += empty_row(p, e / p->s.dim);
     }
     if (p->s.lse && p->ref_lse_valid)
         for (size_t e = 0; e < p->nlse; e++)
@@ -401,6 +452,7 @@ static struct verdict compare(struct at_problem *p)
                 if (!v.bad_lse++)
                     v.first_lse = e, v.got_lse = p->h_lse[e];
                 v.lse_unwritten += isnan(p->h_lse[e]) && !isnan(p->ref_lse[e]);
+                v.bad_lse_empty += empty_row(p, e);
             }
     return v;
 }
@@ -418,9 +470,17 @@ static const char *at_hint(const struct at_problem *p, const struct verdict *v, 
     if (!in_o && v->lse_unwritten == p->nlse)
         return "lse is still the NaN poison everywhere: write lse[row] = m + log(l) for every "
                "row, once, at the end";
+    if (!in_o && v->bad_lse_empty == v->bad_lse)
+        return "a row that sees no key (kv_len[b] == 0) has l = 0 and m = -inf: the contract "
+               "gives it lse = -inf (the log of an empty sum), exactly, whether or not any tile "
+               "of keys was visited";
     if (!in_o)
         return "lse = m + log(l), with m the row's running max and l the running sum of "
                "exp(s - m): log(l) alone forgets the max the sum was taken against";
+    if (in_o && v->bad_empty == v->bad)
+        return "a row that sees no key (kv_len[b] == 0) ends with l = 0 and acc = 0, and acc / "
+               "l is 0 / 0, NaN: the contract gives that row zeros in o (and -inf in lse), so "
+               "test l == 0 before dividing";
     if (v->nan_missing && v->nan_missing == v->bad)
         return "a NaN in a row of q (or a row of k the row sees) must make that row of o NaN: "
                "fmaxf drops a NaN, but exp(NaN) and sums keep it; do not clamp or skip it";
@@ -432,6 +492,11 @@ static const char *at_hint(const struct at_problem *p, const struct verdict *v, 
         return "some elements of o are NaN where the reference is not (the poison, never "
                "overwritten, or a 0 / 0): does every query row get a block, the last partial "
                "tile of rows included, and every column of a row? Does every row see a key?";
+    if (s->pad != PAD_NONE)
+        return "with the padding mask row i of batch b sees the keys j < kv_len[b] (kv_len[b] "
+               "= len where d_kv_len is NULL): the keys from there on are masked (-inf) in the "
+               "tile that holds kv_len[b], as the keys past len are in the last tile, and the "
+               "loop over tiles of keys can stop there";
     if (s->causal)
         return "row i sees keys j <= i (itself included): the mask is key > row, and the "
                "keys past len in the last tile are masked too";
@@ -452,8 +517,8 @@ static void at_check(void *pp, int slot, const char *what)
     char shape[96], msg[GRADE_TEXT];
     at_shape_name(&p->s, shape, sizeof shape);
     gpu_sync();
-    void *bufs[] = { p->d_o, p->d_lse, p->d_work, p->d_q, p->d_k, p->d_v };
-    for (size_t b = 0; b < sizeof bufs / sizeof bufs[0]; b++) {
+    void *bufs[] = { p->d_o, p->d_lse, p->d_work, p->d_q, p->d_k, p->d_v, p->d_kv_len };
+    for (size_t b = 0; b < sizeof bufs / sizeof bufs[0] && bufs[b]; b++) {
         if (dbuf_check_guards(bufs[b], msg, sizeof msg) == 0)
             continue;
         grade_hint(slot, "%s", b == 0 ? "a store past the end of o: the last tile of rows must "
@@ -462,7 +527,8 @@ static void at_check(void *pp, int slot, const char *what)
                                         "past len have none"
                              : b == 2 ? "the work space is attention_work_bytes(batch, heads, "
                                         "len) bytes"
-                                      : "q, k and v are only read: nothing may be stored there");
+                                      : "q, k, v and kv_len are only read: nothing may be "
+                                        "stored there");
         ck_abort_msg("%s: %s: %s", shape, what, msg);
     }
     to_host(p->raw_o, p->d_o, p->nqkv * 2);
@@ -575,23 +641,37 @@ static const struct flow_kind AT = {
 
 /* ==== the correctness shapes ================================================================ */
 
-/* { batch, heads, GPU len, CPU len, dim, causal, vec }: len 1 (o is v), 17 and 97 and 257
- * (primes), 31 (short of a 32-key tile), 200 (no multiple of 64), several heads; the CPU
- * backend's largest shapes shrink */
-static const struct { int batch, heads, gpu_len, cpu_len, dim, causal, vec; } SHAPES[] = {
-    { 1, 1, 1, 1, 64, 0, V_UNIFORM },       { 1, 2, 17, 17, 64, 1, V_UNIFORM },
-    { 2, 1, 97, 97, 128, 0, V_UNIFORM },    { 1, 1, 31, 31, 128, 1, V_UNIFORM },
-    { 1, 2, 200, 200, 64, 1, V_UNIFORM },   { 1, 1, 257, 257, 128, 1, V_UNIFORM },
-    { 2, 3, 1000, 131, 64, 0, V_UNIFORM },  { 1, 2, 2047, 193, 128, 0, V_UNIFORM },
-    { 1, 1, 4096, 300, 64, 1, V_UNIFORM },  { 1, 1, 130, 130, 64, 0, V_LARGE },
-    { 1, 1, 77, 77, 128, 1, V_LARGE },      { 1, 2, 70, 70, 64, 1, V_NAN },
-    { 1, 2, 45, 45, 128, 0, V_NAN },       { 1, 2, 1024, 192, 128, 0, V_FA3 },
-    { 1, 2, 1000, 160, 64, 1, V_FA3 },
+/* { batch, heads, GPU len, CPU len, dim, causal, vec, pad }: len 1 (o is v), 17 and 97 and 257
+ * (primes), 31 (short of a 32-key tile), 200 (no multiple of 64), several heads; the padding
+ * mask (kv_len drawn a batch: no multiple of a tile but by chance) without and with causal, on
+ * scores to +-200 (a padded key's large score must not reach the max), and with a batch of
+ * kv_len 0; the CPU backend's largest shapes shrink */
+static const struct { int batch, heads, gpu_len, cpu_len, dim, causal, vec, pad; } SHAPES[] = {
+    { 1, 1,    1,   1,  64, 0, V_UNIFORM, PAD_NONE },
+    { 1, 2,   17,  17,  64, 1, V_UNIFORM, PAD_NONE },
+    { 2, 1,   97,  97, 128, 0, V_UNIFORM, PAD_NONE },
+    { 1, 1,   31,  31, 128, 1, V_UNIFORM, PAD_NONE },
+    { 1, 2,  200, 200,  64, 1, V_UNIFORM, PAD_NONE },
+    { 1, 1,  257, 257, 128, 1, V_UNIFORM, PAD_NONE },
+    { 2, 3, 1000, 131,  64, 0, V_UNIFORM, PAD_NONE },
+    { 1, 2, 2047, 193, 128, 0, V_UNIFORM, PAD_NONE },
+    { 1, 1, 4096, 300,  64, 1, V_UNIFORM, PAD_NONE },
+    { 1, 1,  130, 130,  64, 0, V_LARGE,   PAD_NONE },
+    { 1, 1,   77,  77, 128, 1, V_LARGE,   PAD_NONE },
+    { 1, 2,   70,  70,  64, 1, V_NAN,     PAD_NONE },
+    { 1, 2,   45,  45, 128, 0, V_NAN,     PAD_NONE },
+    { 1, 2, 1024, 192, 128, 0, V_FA3,     PAD_NONE },
+    { 1, 2, 1000, 160,  64, 1, V_FA3,     PAD_NONE },
+    { 3, 2,  200, 200,  64, 0, V_UNIFORM, PAD_KEYS },
+    { 2, 2, 1000, 257, 128, 1, V_UNIFORM, PAD_KEYS },
+    { 2, 1,  300, 150,  64, 1, V_LARGE,   PAD_KEYS },
+    { 3, 1,   97,  97, 128, 0, V_UNIFORM, PAD_EMPTY },
+    { 2, 2,  130, 130,  64, 1, V_UNIFORM, PAD_EMPTY },
 };
 #define NSHAPES ((int)(sizeof SHAPES / sizeof SHAPES[0]))
 
-/* the baseline's: fewer, small (it runs on every grade, STEP or not) */
-static const int BASE_SHAPES[] = { 0, 1, 2, 4, 9 };
+/* the baseline's: fewer, small (it runs on every grade, STEP or not); its masks included */
+static const int BASE_SHAPES[] = { 0, 1, 2, 4, 9, 15, 19 };
 #define NBASE ((int)(sizeof BASE_SHAPES / sizeof BASE_SHAPES[0]))
 
 struct shape_list {
@@ -606,7 +686,8 @@ static const struct flow_shapes *shapes_for(struct shape_list *l, int dtype, int
     for (int k = 0; k < (baseline ? NBASE : NSHAPES); k++, n++) {
         int i = baseline ? BASE_SHAPES[k] : k;
         struct at_shape s = { dtype, SHAPES[i].batch, SHAPES[i].heads, SHAPES[i].gpu_len,
-                              SHAPES[i].dim, SHAPES[i].causal, SHAPES[i].vec, lse };
+                              SHAPES[i].dim, SHAPES[i].causal, SHAPES[i].vec, lse,
+                              SHAPES[i].pad };
         l->gpu[n] = s;
         s.len = SHAPES[i].cpu_len;
         l->cpu[n] = s;
@@ -629,7 +710,7 @@ static const struct flow_shapes *shapes_for(struct shape_list *l, int dtype, int
  * of that, as chapter 04's are of their references: 1.2x. Non-causal, the bench measured
  * 0.55x at dim 64 and 0.20x at dim 128: there the tensor cores win, which is step 3's point. */
 #define SPEED_NEEDS 1.2
-static const struct at_shape SPEED_SHAPE = { BF16, 2, 16, 4096, 64, 1, V_UNIFORM, 0 };
+static const struct at_shape SPEED_SHAPE = { BF16, 2, 16, 4096, 64, 1, V_UNIFORM, 0, PAD_NONE };
 
 /* Step 3 against step 1: bf16, dim 128, batch 2, 16 heads (hidden size 2048), len 4096, no
  * mask, where step 1's GEMMs run on the tensor cores as step 3's products do, and the gap is
@@ -638,7 +719,8 @@ static const struct at_shape SPEED_SHAPE = { BF16, 2, 16, 4096, 64, 1, V_UNIFORM
  * 330 TFLOP/s (the FlashAttention-2 class), some 3x. The reference measured 3.10x on the H200
  * (plots/data/h200/10-fused-attention.tsv, this shape); the gate is 80% of that, as step 2's. */
 #define SPEED_NEEDS_MMA 2.5
-static const struct at_shape SPEED_SHAPE_MMA = { BF16, 2, 16, 4096, 128, 0, V_UNIFORM, 0 };
+static const struct at_shape SPEED_SHAPE_MMA = { BF16, 2, 16, 4096, 128, 0, V_UNIFORM, 0,
+                                                 PAD_NONE };
 
 static void speed_report(int slot, const void *shape, const struct flow_times *t, double needs,
                          const char *hint)
@@ -688,7 +770,7 @@ static void concept_shape(int slot, struct at_shape *s, char *arg, size_t n)
     struct rng r = grade_rng(slot);
     *s = (struct at_shape){ BF16, 1, 2, concept_pick(&r, 151, 249, 2),
                             concept_pick(&r, 64, 128, 64), concept_pick(&r, 0, 1, 1),
-                            V_UNIFORM, 1 };
+                            V_UNIFORM, 1, PAD_NONE };
     snprintf(arg, n, "%dx%dx%dx%d%s", s->batch, s->heads, s->len, s->dim, s->causal ? "c" : "");
 }
 
@@ -782,7 +864,7 @@ static int bench(const char *path)
             for (size_t li = 0; li < sizeof LENS / sizeof LENS[0] && !rc; li++) {
                 /* hidden size 2048, batch 2: 32 heads of 64 or 16 of 128 */
                 struct at_shape s = { BF16, 2, 2048 / DIMS[di], LENS[li], DIMS[di], causal,
-                                      V_UNIFORM, 0 };
+                                      V_UNIFORM, 0, PAD_NONE };
                 struct at_problem *p = at_init(&AT, &s);
                 at_fill_inputs(p, &r);
                 at_launch(p, (flow_fn)ATTENTION_STEPS[0].bf16);

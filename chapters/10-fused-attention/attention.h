@@ -18,8 +18,17 @@
  *               m_i = max_j S[i][j],  l_i = sum_j exp(S[i][j] - m_i)
  *     O = P V                                 (len x dim)
  *     lse[i] = m_i + log(l_i)                 (the log-sum-exp of row i, natural log)
- * Row i sees every key j < len, or with causal != 0 only the keys j <= i. lse is what the
- * backward pass needs to rebuild P without storing it.
+ * Row i of batch b sees the keys j < kv_len[b] (below), and with causal != 0 only those with
+ * j <= i. lse is what the backward pass needs to rebuild P without storing it.
+ *
+ * The padding mask: a batch holds sequences of different lengths, each padded to len, and the
+ * padding must not be attended to. d_kv_len is NULL (kv_len[b] = len: every key is real) or
+ * batch ints in device memory, each in [0, len], the same for every head of b. The padded keys
+ * of k and v hold finite values, which a launcher may read or not, and must give no weight.
+ * Only keys are masked: the rows i >= kv_len[b] are computed as any other. A row that sees no
+ * key at all (kv_len[b] == 0; with causal, row i always sees key 0 otherwise) has no softmax:
+ * m = -inf, l = 0, and O = P V would be 0 / 0. Its output is defined instead: its row of o is
+ * zeros and its lse is -inf (log 0), never NaN.
  *
  * Layout: q, k, v and o are batch x heads x len x dim, row-major and contiguous (element
  * ((b * heads + h) * len + i) * dim + c); lse is batch x heads x len floats. dim is 64 or 128;
@@ -77,45 +86,50 @@ static inline size_t attention_work_bytes(int batch, int heads, int len)
 }
 
 typedef void (*attention_bf16_fn)(const at_bf16 *d_q, const at_bf16 *d_k, const at_bf16 *d_v,
-                                  at_bf16 *d_o, float *d_lse, int batch, int heads, int len,
-                                  int dim, int causal, float scale, void *d_work);
+                                  at_bf16 *d_o, float *d_lse, const int *d_kv_len, int batch,
+                                  int heads, int len, int dim, int causal, float scale,
+                                  void *d_work);
 typedef void (*attention_f16_fn)(const at_f16 *d_q, const at_f16 *d_k, const at_f16 *d_v,
-                                 at_f16 *d_o, float *d_lse, int batch, int heads, int len,
-                                 int dim, int causal, float scale, void *d_work);
+                                 at_f16 *d_o, float *d_lse, const int *d_kv_len, int batch,
+                                 int heads, int len, int dim, int causal, float scale,
+                                 void *d_work);
 
 /* Step 1, given (unfused.cu): S = scale Q K^T into d_work in fp32 (cuBLAS on a GPU: a strided
- * batched GEMM, bf16 or fp16 in, fp32 out, on the tensor cores), the causal mask as -inf above
- * the diagonal, chapter 07's softmax_f32 row by row into P (fp32), P rounded to the input
- * type, O = P V (cuBLAS again, fp32 accumulation). S and P go to memory and come back: 20
- * bytes a score of traffic. It does not write lse. */
+ * batched GEMM, bf16 or fp16 in, fp32 out, on the tensor cores), the masks as -inf in S (the
+ * causal mask above the diagonal, the padding mask from kv_len[b] on), chapter 07's
+ * softmax_f32 row by row into P (fp32), P rounded to the input type with every key the row
+ * does not see given a weight of exactly 0 (chapter 07's softmax leaves a row that is all -inf
+ * undefined: NaN), O = P V (cuBLAS again, fp32 accumulation). S and P go to memory and come
+ * back: 20 bytes a score of traffic. It does not write lse. */
 void attention_unfused_bf16(const at_bf16 *d_q, const at_bf16 *d_k, const at_bf16 *d_v,
-                            at_bf16 *d_o, float *d_lse, int batch, int heads, int len, int dim,
-                            int causal, float scale, void *d_work);
+                            at_bf16 *d_o, float *d_lse, const int *d_kv_len, int batch, int heads,
+                            int len, int dim, int causal, float scale, void *d_work);
 void attention_unfused_f16(const at_f16 *d_q, const at_f16 *d_k, const at_f16 *d_v, at_f16 *d_o,
-                           float *d_lse, int batch, int heads, int len, int dim, int causal,
-                           float scale, void *d_work);
+                           float *d_lse, const int *d_kv_len, int batch, int heads, int len,
+                           int dim, int causal, float scale, void *d_work);
 
 /* Step 2 (step2_fused.cu): one kernel. A block a tile of query rows, looping over tiles of K
- * and V staged in shared memory; the online softmax (a running max and sum a row, the
- * accumulator of O rescaled whenever the max grows); O and lse written once. S and P never
- * leave the chip; d_work is not touched. SIMT: fp32 FMAs, no tensor cores. */
+ * and V staged in shared memory, up to kv_len[b]; the online softmax (a running max and sum a
+ * row, the accumulator of O rescaled whenever the max grows); O and lse written once (l == 0:
+ * zeros and -inf). S and P never leave the chip; d_work is not touched. SIMT: fp32 FMAs, no
+ * tensor cores. */
 void attention_fused_bf16(const at_bf16 *d_q, const at_bf16 *d_k, const at_bf16 *d_v,
-                          at_bf16 *d_o, float *d_lse, int batch, int heads, int len, int dim,
-                          int causal, float scale, void *d_work);
+                          at_bf16 *d_o, float *d_lse, const int *d_kv_len, int batch, int heads,
+                          int len, int dim, int causal, float scale, void *d_work);
 void attention_fused_f16(const at_f16 *d_q, const at_f16 *d_k, const at_f16 *d_v, at_f16 *d_o,
-                         float *d_lse, int batch, int heads, int len, int dim, int causal,
-                         float scale, void *d_work);
+                         float *d_lse, const int *d_kv_len, int batch, int heads, int len,
+                         int dim, int causal, float scale, void *d_work);
 
 /* Step 3 (step3_mma.cu): step 2's algorithm with both products on the tensor cores:
  * mma.sync m16n8k16 (bf16 or fp16 in, fp32 accumulators) fed by ldmatrix from shared memory
  * (attention_mma.cuh, given), a warp's rows of Q held in registers, P kept in registers between
  * the two products, the tiles of K and V double-buffered with cp.async. d_work is not touched. */
 void attention_mma_bf16(const at_bf16 *d_q, const at_bf16 *d_k, const at_bf16 *d_v,
-                        at_bf16 *d_o, float *d_lse, int batch, int heads, int len, int dim,
-                        int causal, float scale, void *d_work);
+                        at_bf16 *d_o, float *d_lse, const int *d_kv_len, int batch, int heads,
+                        int len, int dim, int causal, float scale, void *d_work);
 void attention_mma_f16(const at_f16 *d_q, const at_f16 *d_k, const at_f16 *d_v, at_f16 *d_o,
-                       float *d_lse, int batch, int heads, int len, int dim, int causal,
-                       float scale, void *d_work);
+                       float *d_lse, const int *d_kv_len, int batch, int heads, int len,
+                       int dim, int causal, float scale, void *d_work);
 
 /* The batched products of step 1, on a GPU cuBLAS's (unfused_gemm_gpu.cu). Weak: the CPU
  * backend's builds leave *_gpu.cu out, see NULL here, and use unfused.cu's plain kernel.

@@ -3,9 +3,14 @@
  *
  *   S = scale Q K^T     a strided batched GEMM, bf16 or fp16 in, fp32 out: on a GPU cuBLAS's
  *                       (unfused_gemm_gpu.cu), on the CPU backend scores_kernel below
- *   causal mask         -inf above the diagonal of S (mask_kernel)
+ *   masks               -inf in S for the keys a row does not see: above the diagonal with
+ *                       the causal mask, from kv_len[b] on with the padding mask (mask_kernel)
  *   P = softmax(S)      chapter 07's step 4 reference, softmax_f32, row by row, fp32 to fp32
- *   P rounded           fp32 to the input type, over S's bytes (round_kernel)
+ *   P rounded           fp32 to the input type, over S's bytes (round_kernel); with the
+ *                       padding mask the keys from kv_len[b] on get a weight of exactly 0,
+ *                       which is what defines a row that sees no key (kv_len[b] == 0): chapter
+ *                       07's softmax makes an all -inf row NaN (0 / 0, its contract leaves it
+ *                       undefined), and the zeros make its row of O = P V zeros
  *   O = P V             a strided batched GEMM again, fp32 accumulation, O in the input type
  *
  * Every score goes to memory and comes back: S written (4 bytes), read and P written by the
@@ -60,24 +65,35 @@ static __global__ void output_kernel(const T *__restrict__ p, const T *__restric
     narrow(acc, &o[bh * len * dim + e]);
 }
 
-/* S[i][j] = -inf for j > i: a thread a score of the upper triangle's rows */
-static __global__ void mask_kernel(float *s, size_t rows, int len)
+/* the valid keys of the batch that score (or weight) e belongs to: S is (b, h, i, j) */
+static __device__ inline int keys_of(const int *kv_len, size_t e, int heads, int len)
+{
+    return kv_len ? kv_len[e / len / len / heads] : len;
+}
+
+/* S[i][j] = -inf for the keys row i does not see: j >= kv_len[b], and with causal j > i; a
+ * thread a score */
+static __global__ void mask_kernel(float *s, size_t rows, int heads, int len,
+                                   const int *__restrict__ kv_len, int causal)
 {
     const size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (e >= rows * len)
         return;
     const int i = (int)(e / len % len), j = (int)(e % len);
-    if (j > i)
+    if (j >= keys_of(kv_len, e, heads, len) || (causal && j > i))
         s[e] = -INFINITY;
 }
 
-/* P in the input type, from P in fp32: what the second GEMM's tensor cores take */
+/* P in the input type, from P in fp32: what the second GEMM's tensor cores take. The keys
+ * past kv_len[b] get exactly 0: in a row that sees some key they are 0 already (exp(-inf)),
+ * and in a row that sees none the softmax left NaN, which 0 x v would carry into O */
 template <typename T>
-static __global__ void round_kernel(const float *__restrict__ p32, T *__restrict__ p, size_t n)
+static __global__ void round_kernel(const float *__restrict__ p32, T *__restrict__ p, size_t n,
+                                    int heads, int len, const int *__restrict__ kv_len)
 {
     for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < n;
          e += (size_t)gridDim.x * blockDim.x)
-        narrow(p32[e], &p[e]);
+        narrow((int)(e % len) < keys_of(kv_len, e, heads, len) ? p32[e] : 0.0f, &p[e]);
 }
 
 static int grid_of(size_t n)
@@ -87,8 +103,9 @@ static int grid_of(size_t n)
 }
 
 template <typename T>
-static void unfused(const T *d_q, const T *d_k, const T *d_v, T *d_o, int batch, int heads,
-                    int len, int dim, int causal, float scale, void *d_work, int fp16)
+static void unfused(const T *d_q, const T *d_k, const T *d_v, T *d_o, const int *d_kv_len,
+                    int batch, int heads, int len, int dim, int causal, float scale,
+                    void *d_work, int fp16)
 {
     const int bh = batch * heads;
     const size_t scores = (size_t)bh * len * len;
@@ -105,9 +122,9 @@ static void unfused(const T *d_q, const T *d_k, const T *d_v, T *d_o, int batch,
         scores_kernel<T><<<grid, BLOCK>>>(d_q, d_k, d_s, len, dim, scale);
         CUDA_CHECK(cudaGetLastError());
     }
-    if (causal) {
-        mask_kernel<<<(unsigned)((scores + BLOCK - 1) / BLOCK), BLOCK>>>(d_s, (size_t)bh * len,
-                                                                          len);
+    if (causal || d_kv_len) {
+        mask_kernel<<<(unsigned)((scores + BLOCK - 1) / BLOCK), BLOCK>>>(
+            d_s, (size_t)bh * len, heads, len, d_kv_len, causal);
         CUDA_CHECK(cudaGetLastError());
     }
     /* chapter 07's softmax, as many rows a call as its contract allows */
@@ -116,7 +133,7 @@ static void unfused(const T *d_q, const T *d_k, const T *d_v, T *d_o, int batch,
         const size_t n = rows - r < chunk ? rows - r : chunk;
         softmax_f32(d_s + r * len, d_p32 + r * len, (int)n, len, d_scratch);
     }
-    round_kernel<T><<<grid_of(scores), BLOCK>>>(d_p32, d_p, scores);
+    round_kernel<T><<<grid_of(scores), BLOCK>>>(d_p32, d_p, scores, heads, len, d_kv_len);
     CUDA_CHECK(cudaGetLastError());
     if (attention_gemm_output_cublas) {
         attention_gemm_output_cublas(d_p, d_v, d_o, bh, len, dim, fp16);
@@ -128,17 +145,19 @@ static void unfused(const T *d_q, const T *d_k, const T *d_v, T *d_o, int batch,
 }
 
 void attention_unfused_bf16(const at_bf16 *d_q, const at_bf16 *d_k, const at_bf16 *d_v,
-                            at_bf16 *d_o, float *d_lse, int batch, int heads, int len, int dim,
-                            int causal, float scale, void *d_work)
+                            at_bf16 *d_o, float *d_lse, const int *d_kv_len, int batch, int heads,
+                            int len, int dim, int causal, float scale, void *d_work)
 {
     (void)d_lse;
-    unfused<__nv_bfloat16>(d_q, d_k, d_v, d_o, batch, heads, len, dim, causal, scale, d_work, 0);
+    unfused<__nv_bfloat16>(d_q, d_k, d_v, d_o, d_kv_len, batch, heads, len, dim, causal, scale,
+                           d_work, 0);
 }
 
 void attention_unfused_f16(const at_f16 *d_q, const at_f16 *d_k, const at_f16 *d_v, at_f16 *d_o,
-                           float *d_lse, int batch, int heads, int len, int dim, int causal,
-                           float scale, void *d_work)
+                           float *d_lse, const int *d_kv_len, int batch, int heads, int len,
+                           int dim, int causal, float scale, void *d_work)
 {
     (void)d_lse;
-    unfused<__half>(d_q, d_k, d_v, d_o, batch, heads, len, dim, causal, scale, d_work, 1);
+    unfused<__half>(d_q, d_k, d_v, d_o, d_kv_len, batch, heads, len, dim, causal, scale, d_work,
+                    1);
 }

@@ -6,7 +6,8 @@
  * running max m and sum l a row, the accumulator of O rescaled by exp(m_old - m_new) whenever
  * the max grows, chapter 07's step 4 with a tile of keys in place of a chunk of a row); O and
  * the log-sum-exp m + log l are written once at the end. With a causal mask the tiles wholly
- * above the diagonal are never visited: half the work.
+ * above the diagonal are never visited: half the work; with the padding mask the tiles from
+ * kv_len[b] on neither (a row that sees no key ends with l = 0, and writes zeros and -inf).
  * Expect: global traffic of Q once and K, V once a block of BR rows (some MB, not the
  * 20 bytes a score of step 1); the speed is then the FP32 pipe's: about 1 FMA per shared
  * load in the inner loops, a third of the FMA peak at best, while step 1's GEMMs run on the
@@ -70,8 +71,8 @@ extern __shared__ __align__(16) float smem[];
 template <typename T, int D, int BR>
 static __global__ void __launch_bounds__(THREADS)
 attention_fused_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
-                       T *__restrict__ o, float *__restrict__ lse, int len, int causal,
-                       float scale)
+                       T *__restrict__ o, float *__restrict__ lse, const int *__restrict__ kv_len,
+                       int heads, int len, int causal, float scale)
 {
     constexpr int RM = BR / 16, KN = BC / 16, CN = D / 16, CHUNKS = D / 8;
     float *s_q = smem;                              /* BR x D, scaled */
@@ -82,6 +83,8 @@ attention_fused_kernel(const T *__restrict__ q, const T *__restrict__ k, const T
     const int tid = threadIdx.x, ty = tid / 16, tx = tid % 16;
     const size_t head = (size_t)blockIdx.y * len;   /* the head's first row */
     const int q0 = blockIdx.x * BR;
+    /* the padding mask: the keys this head's rows see are those below kv_end */
+    const int kv_end = kv_len ? kv_len[blockIdx.y / heads] : len;
 
     /* Q once, scaled, rows past len as zeros (their scores are finite and never stored) */
     for (int e = tid; e < BR * CHUNKS; e += THREADS) {
@@ -104,14 +107,15 @@ attention_fused_kernel(const T *__restrict__ q, const T *__restrict__ k, const T
             acc[i][c] = 0.0f;
     }
 
-    /* causal: the keys past the block's last row are masked for every row of it */
-    const int k_end = causal ? min(len, q0 + BR) : len;
+    /* causal: the keys past the block's last row are masked for every row of it; the keys
+     * from kv_end on for every row of the head: no tile of them is visited */
+    const int k_end = causal ? min(kv_end, q0 + BR) : kv_end;
     for (int k0 = 0; k0 < k_end; k0 += BC) {
         __syncthreads(); /* every thread is done with the last tile's K, V and P */
         for (int e = tid; e < BC * CHUNKS; e += THREADS) {
             const int j = e / CHUNKS, c8 = e % CHUNKS * 8;
             float kx[8] = {}, vx[8] = {};
-            if (k0 + j < len) {
+            if (k0 + j < kv_end) { /* padded keys, and keys past len, staged as zeros */
                 load8(k + (head + k0 + j) * D + c8, kx);
                 load8(v + (head + k0 + j) * D + c8, vx);
             }
@@ -154,8 +158,8 @@ attention_fused_kernel(const T *__restrict__ q, const T *__restrict__ k, const T
 #pragma unroll
             for (int j = 0; j < KN; ++j) {
                 const int key = k0 + tx + 16 * j;
-                if (key >= len || (causal && key > row))
-                    s[i][j] = -INFINITY; /* a key past the end, or in the row's future */
+                if (key >= kv_end || (causal && key > row))
+                    s[i][j] = -INFINITY; /* a padded key, or one in the row's future */
                 tile_max = fmaxf(tile_max, s[i][j]);
             }
 #pragma unroll
@@ -201,43 +205,47 @@ attention_fused_kernel(const T *__restrict__ q, const T *__restrict__ k, const T
         }
     }
 
-    /* O = acc / l and lse = m + log l, once */
+    /* O = acc / l and lse = m + log l, once. l == 0: the row saw no key (kv_len[b] == 0), and
+     * acc / l would be 0 / 0; the contract defines its o as zeros and its lse as -inf. (A NaN
+     * row has l NaN, not 0, and stays NaN.) */
 #pragma unroll
     for (int i = 0; i < RM; ++i) {
         const int row = q0 + ty + 16 * i;
         if (row >= len)
             continue;
-        const float inv = 1.0f / l[i];
+        const float inv = l[i] == 0.0f ? 0.0f : 1.0f / l[i];
 #pragma unroll
         for (int c = 0; c < CN; ++c)
             narrow(acc[i][c] * inv, &o[(head + row) * D + tx + 16 * c]);
         if (tx == 0)
-            lse[head + row] = m[i] + logf(l[i]);
+            lse[head + row] = l[i] == 0.0f ? -INFINITY : m[i] + logf(l[i]);
     }
 }
 
 template <typename T, int D, int BR>
-static void fused(const T *d_q, const T *d_k, const T *d_v, T *d_o, float *d_lse, int batch,
-                  int heads, int len, float scale, int causal)
+static void fused(const T *d_q, const T *d_k, const T *d_v, T *d_o, float *d_lse,
+                  const int *d_kv_len, int batch, int heads, int len, float scale, int causal)
 {
     const size_t smem = smem_floats<D, BR>() * sizeof(float);
     /* over 48 KB a block must ask (D = 128): every GPU from sm_75 allows 64 KB */
     CUDA_CHECK(cudaFuncSetAttribute(attention_fused_kernel<T, D, BR>,
                                     cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     const dim3 grid((unsigned)cdiv(len, BR), (unsigned)(batch * heads));
-    attention_fused_kernel<T, D, BR><<<grid, THREADS, smem>>>(d_q, d_k, d_v, d_o, d_lse, len,
-                                                              causal, scale);
+    attention_fused_kernel<T, D, BR><<<grid, THREADS, smem>>>(d_q, d_k, d_v, d_o, d_lse,
+                                                              d_kv_len, heads, len, causal,
+                                                              scale);
     CUDA_CHECK(cudaGetLastError());
 }
 
 template <typename T>
-static void fused_dim(const T *d_q, const T *d_k, const T *d_v, T *d_o, float *d_lse, int batch,
-                      int heads, int len, int dim, int causal, float scale, const char *name)
+static void fused_dim(const T *d_q, const T *d_k, const T *d_v, T *d_o, float *d_lse,
+                      const int *d_kv_len, int batch, int heads, int len, int dim, int causal,
+                      float scale, const char *name)
 {
     if (dim == 64)
-        fused<T, 64, 64>(d_q, d_k, d_v, d_o, d_lse, batch, heads, len, scale, causal);
+        fused<T, 64, 64>(d_q, d_k, d_v, d_o, d_lse, d_kv_len, batch, heads, len, scale, causal);
     else if (dim == 128)
-        fused<T, 128, 32>(d_q, d_k, d_v, d_o, d_lse, batch, heads, len, scale, causal);
+        fused<T, 128, 32>(d_q, d_k, d_v, d_o, d_lse, d_kv_len, batch, heads, len, scale, causal);
     else {
         fprintf(stderr, "%s: dim %d: the contract (attention.h) allows 64 and 128\n", name, dim);
         exit(EXIT_FAILURE);
@@ -245,19 +253,19 @@ static void fused_dim(const T *d_q, const T *d_k, const T *d_v, T *d_o, float *d
 }
 
 void attention_fused_bf16(const at_bf16 *d_q, const at_bf16 *d_k, const at_bf16 *d_v,
-                          at_bf16 *d_o, float *d_lse, int batch, int heads, int len, int dim,
-                          int causal, float scale, void *d_work)
+                          at_bf16 *d_o, float *d_lse, const int *d_kv_len, int batch, int heads,
+                          int len, int dim, int causal, float scale, void *d_work)
 {
     (void)d_work;
-    fused_dim<__nv_bfloat16>(d_q, d_k, d_v, d_o, d_lse, batch, heads, len, dim, causal, scale,
-                             "attention_fused_bf16");
+    fused_dim<__nv_bfloat16>(d_q, d_k, d_v, d_o, d_lse, d_kv_len, batch, heads, len, dim, causal,
+                             scale, "attention_fused_bf16");
 }
 
 void attention_fused_f16(const at_f16 *d_q, const at_f16 *d_k, const at_f16 *d_v, at_f16 *d_o,
-                         float *d_lse, int batch, int heads, int len, int dim, int causal,
-                         float scale, void *d_work)
+                         float *d_lse, const int *d_kv_len, int batch, int heads, int len,
+                         int dim, int causal, float scale, void *d_work)
 {
     (void)d_work;
-    fused_dim<__half>(d_q, d_k, d_v, d_o, d_lse, batch, heads, len, dim, causal, scale,
+    fused_dim<__half>(d_q, d_k, d_v, d_o, d_lse, d_kv_len, batch, heads, len, dim, causal, scale,
                       "attention_fused_f16");
 }

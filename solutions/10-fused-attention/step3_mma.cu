@@ -18,7 +18,10 @@
  * stored at chunk c ^ (r % 8), so the 8 rows one ldmatrix phase reads fall in 8 different
  * groups of 4 banks, and a row's cp.async stores stay a permutation of one row.
  * Causal: block b's rows see keys up to its last row, so it visits tiles 0..b and masks only
- * tile b (the diagonal); blocks are issued longest first.
+ * tile b (the diagonal); blocks are issued longest first. Padding: a head's rows see the keys
+ * below kv_len[b], so its blocks stop at the tile that holds the last of them, copy the keys
+ * past it as zeros and mask them; a block that sees no key copies nothing and writes zeros and
+ * -inf (l == 0).
  * Expect: the tensor cores' work at several times step 2's rate; at dim 128 and len 8192 some
  * hundreds of TFLOP/s on an H200 (the bench's rows, README.md, "What the measurements show"). */
 #include <stdint.h>
@@ -49,15 +52,16 @@ __device__ __forceinline__ int swz(int row, int col)
 }
 
 /* rows [r0, r0 + ROWS) of a len x D matrix into a swizzled tile, 16 bytes a cp.async; rows
- * past len zero-filled (their scores are masked; V's zeros keep 0 x garbage out of O) */
+ * from `end` on zero-filled (past len for Q; past kv_len[b] for K and V, whose scores are
+ * masked: V's zeros keep 0 x garbage out of O) */
 template <typename T, int D, int ROWS>
-__device__ __forceinline__ void copy_tile(T *s, const T *g, int r0, int len)
+__device__ __forceinline__ void copy_tile(T *s, const T *g, int r0, int end)
 {
     constexpr int CHUNKS = D / 8;
 #pragma unroll
     for (int i = 0; i < ROWS * CHUNKS / THREADS; ++i) {
         const int e = threadIdx.x + i * THREADS, row = e / CHUNKS, c = e % CHUNKS;
-        const bool in = r0 + row < len;
+        const bool in = r0 + row < end;
         __pipeline_memcpy_async(s + swz<D>(row, c * 8), in ? g + (size_t)(r0 + row) * D + c * 8 : g,
                                 16, in ? 0 : 16);
     }
@@ -66,8 +70,8 @@ __device__ __forceinline__ void copy_tile(T *s, const T *g, int r0, int len)
 template <typename T, int D>
 __global__ void __launch_bounds__(THREADS)
 attention_mma_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
-                     T *__restrict__ o, float *__restrict__ lse, int len, int causal,
-                     float scale)
+                     T *__restrict__ o, float *__restrict__ lse, const int *__restrict__ kv_len,
+                     int heads, int len, int causal, float scale)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
     __trap(); /* sm_75: no bf16 or fp16 mma.sync m16n8k16 with these layouts before sm_80 */
@@ -86,12 +90,17 @@ attention_mma_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *
     const int q0 = qb * BR;
     const size_t head = (size_t)blockIdx.y * len * D;
     const T *qh = q + head, *kh = k + head, *vh = v + head;
-    const int ntiles = causal ? qb + 1 : (len + BC - 1) / BC; /* BR == BC: tile qb is diagonal */
+    /* the padding mask: this head's rows see the keys below kv_end, in its first kv_tiles */
+    const int kv_end = kv_len ? kv_len[blockIdx.y / heads] : len;
+    const int kv_tiles = (kv_end + BC - 1) / BC;
+    const int ntiles = causal ? min(qb + 1, kv_tiles) : kv_tiles; /* BR == BC: qb is diagonal */
 
-    copy_tile<T, D, BR>(s_q, qh, q0, len);
-    copy_tile<T, D, BC>(s_k, kh, 0, len);
-    copy_tile<T, D, BC>(s_v, vh, 0, len);
-    __pipeline_commit();
+    if (ntiles > 0) { /* none: the rows see no key, and the loop below never waits */
+        copy_tile<T, D, BR>(s_q, qh, q0, len);
+        copy_tile<T, D, BC>(s_k, kh, 0, kv_end);
+        copy_tile<T, D, BC>(s_v, vh, 0, kv_end);
+        __pipeline_commit();
+    }
 
     const float sl2 = scale * LOG2E; /* scores in log2 units: exp(x) = exp2(x log2 e) */
     ldsm_frag qf[KD];
@@ -112,8 +121,8 @@ attention_mma_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *
                 ldsm_x4<false>(qf[kk], s_q, swz<D>(warp * 16 + lane % 16, kk * 16 + lane / 16 * 8));
         }
         if (t + 1 < ntiles) {
-            copy_tile<T, D, BC>(s_k + ((t + 1) & 1) * BC * D, kh, (t + 1) * BC, len);
-            copy_tile<T, D, BC>(s_v + ((t + 1) & 1) * BC * D, vh, (t + 1) * BC, len);
+            copy_tile<T, D, BC>(s_k + ((t + 1) & 1) * BC * D, kh, (t + 1) * BC, kv_end);
+            copy_tile<T, D, BC>(s_v + ((t + 1) & 1) * BC * D, vh, (t + 1) * BC, kv_end);
             __pipeline_commit();
         }
 
@@ -134,15 +143,16 @@ attention_mma_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *
                 mma_t<T>(s[2 * jp + 1], qf[kk], kf, 1);
             }
 
-        /* the mask: keys past len (the last tile), keys after the row (the diagonal tile) */
+        /* the mask: padded keys and keys past len (the last tile), keys after the row (the
+         * diagonal tile) */
         const int k0 = t * BC;
-        if (k0 + BC > len || (causal && t == qb)) {
+        if (k0 + BC > kv_end || (causal && t == qb)) {
 #pragma unroll
             for (int j = 0; j < NS; ++j)
 #pragma unroll
                 for (int e = 0; e < 4; ++e) {
                     const int key = k0 + 8 * j + 2 * qd + e % 2, row = row0 + 8 * (e / 2);
-                    if (key >= len || (causal && key > row))
+                    if (key >= kv_end || (causal && key > row))
                         s[j][e] = -INFINITY;
                 }
         }
@@ -196,7 +206,9 @@ attention_mma_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *
         }
     }
 
-    /* O = acc / l, lse = m ln 2 + log l; l summed over the quad first */
+    /* O = acc / l, lse = m ln 2 + log l; l summed over the quad first. l == 0: the row saw no
+     * key (kv_len[b] == 0), acc / l would be 0 / 0, and the contract says zeros and -inf (a NaN
+     * row has l NaN, not 0, and stays NaN) */
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
         l[h] += __shfl_xor_sync(FULL, l[h], 1);
@@ -204,39 +216,42 @@ attention_mma_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *
         const int row = row0 + 8 * h;
         if (row >= len)
             continue;
-        const float inv = 1.0f / l[h];
+        const float inv = l[h] == 0.0f ? 0.0f : 1.0f / l[h];
         T *out = o + head + (size_t)row * D + 2 * qd;
 #pragma unroll
         for (int n = 0; n < NO; ++n)
             *reinterpret_cast<uint32_t *>(out + 8 * n) =
                 pack2<T>(acc[n][2 * h] * inv, acc[n][2 * h + 1] * inv);
         if (qd == 0)
-            lse[blockIdx.y * (size_t)len + row] = m[h] * LN2 + logf(l[h]);
+            lse[blockIdx.y * (size_t)len + row] = l[h] == 0.0f ? -INFINITY
+                                                               : m[h] * LN2 + logf(l[h]);
     }
 #endif
 }
 
 template <typename T, int D>
-void mma_attention(const T *d_q, const T *d_k, const T *d_v, T *d_o, float *d_lse, int batch,
-                   int heads, int len, float scale, int causal)
+void mma_attention(const T *d_q, const T *d_k, const T *d_v, T *d_o, float *d_lse,
+                   const int *d_kv_len, int batch, int heads, int len, float scale, int causal)
 {
     const size_t smem = (size_t)(BR + 4 * BC) * D * sizeof(T); /* 40 KB (dim 64), 80 KB (128) */
     CUDA_CHECK(cudaFuncSetAttribute(attention_mma_kernel<T, D>,
                                     cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     const dim3 grid((unsigned)cdiv(len, BR), (unsigned)(batch * heads));
-    attention_mma_kernel<T, D><<<grid, THREADS, smem>>>(d_q, d_k, d_v, d_o, d_lse, len, causal,
-                                                        scale);
+    attention_mma_kernel<T, D><<<grid, THREADS, smem>>>(d_q, d_k, d_v, d_o, d_lse, d_kv_len,
+                                                        heads, len, causal, scale);
     CUDA_CHECK(cudaGetLastError());
 }
 
 template <typename T>
-void mma_dim(const T *d_q, const T *d_k, const T *d_v, T *d_o, float *d_lse, int batch,
-             int heads, int len, int dim, int causal, float scale, const char *name)
+void mma_dim(const T *d_q, const T *d_k, const T *d_v, T *d_o, float *d_lse, const int *d_kv_len,
+             int batch, int heads, int len, int dim, int causal, float scale, const char *name)
 {
     if (dim == 64)
-        mma_attention<T, 64>(d_q, d_k, d_v, d_o, d_lse, batch, heads, len, scale, causal);
+        mma_attention<T, 64>(d_q, d_k, d_v, d_o, d_lse, d_kv_len, batch, heads, len, scale,
+                             causal);
     else if (dim == 128)
-        mma_attention<T, 128>(d_q, d_k, d_v, d_o, d_lse, batch, heads, len, scale, causal);
+        mma_attention<T, 128>(d_q, d_k, d_v, d_o, d_lse, d_kv_len, batch, heads, len, scale,
+                              causal);
     else {
         fprintf(stderr, "%s: dim %d: the contract (attention.h) allows 64 and 128\n", name, dim);
         exit(EXIT_FAILURE);
@@ -246,19 +261,19 @@ void mma_dim(const T *d_q, const T *d_k, const T *d_v, T *d_o, float *d_lse, int
 } /* namespace */
 
 void attention_mma_bf16(const at_bf16 *d_q, const at_bf16 *d_k, const at_bf16 *d_v,
-                        at_bf16 *d_o, float *d_lse, int batch, int heads, int len, int dim,
-                        int causal, float scale, void *d_work)
+                        at_bf16 *d_o, float *d_lse, const int *d_kv_len, int batch, int heads,
+                        int len, int dim, int causal, float scale, void *d_work)
 {
     (void)d_work;
-    mma_dim<__nv_bfloat16>(d_q, d_k, d_v, d_o, d_lse, batch, heads, len, dim, causal, scale,
-                           "attention_mma_bf16");
+    mma_dim<__nv_bfloat16>(d_q, d_k, d_v, d_o, d_lse, d_kv_len, batch, heads, len, dim, causal,
+                           scale, "attention_mma_bf16");
 }
 
 void attention_mma_f16(const at_f16 *d_q, const at_f16 *d_k, const at_f16 *d_v, at_f16 *d_o,
-                       float *d_lse, int batch, int heads, int len, int dim, int causal,
-                       float scale, void *d_work)
+                       float *d_lse, const int *d_kv_len, int batch, int heads, int len,
+                       int dim, int causal, float scale, void *d_work)
 {
     (void)d_work;
-    mma_dim<__half>(d_q, d_k, d_v, d_o, d_lse, batch, heads, len, dim, causal, scale,
+    mma_dim<__half>(d_q, d_k, d_v, d_o, d_lse, d_kv_len, batch, heads, len, dim, causal, scale,
                     "attention_mma_f16");
 }
