@@ -2,6 +2,9 @@
 #   From the H200's bench (plots/data/h200/10-fused-attention.tsv: rows "unfused_bf16",
 #   "fused_simt_bf16" and "fused_mma_bf16", shapes "2xHxLENxDIM" with "c" for causal): TFLOP/s
 #   against the sequence length, one panel for each of dim 64 and 128, causal and not drawn apart.
+#   Beside them, where it is committed, the outside anchors measured in the same GPU visit
+#   (plots/data/h200/anchors-10-fused-attention.tsv, scripts/attention-anchors.py: PyTorch's
+#   scaled_dot_product_attention on cuDNN's fused attention and on FlashAttention-2).
 #   Until that file is measured, from the CPU backend's (plots/data/emu/10-fused-attention.tsv):
 #   the global bytes of one head against the sequence length (columns 8 and 9: loads, stores), the
 #   fused kernel's counted by the instrumented build, the unfused step's computed from its design.
@@ -25,6 +28,11 @@ stats data using (column(MS)) nooutput
 timed = STATS_max > 0
 
 if (timed) {
+    # the anchors sit beside the bench's file (the GPU's data directory), when they were measured
+    anchors = data[1:strstrt(data, "/10-fused-attention.tsv")] . "anchors-10-fused-attention.tsv"
+    has_anchors = strstrt(data, "/10-fused-attention.tsv") > 0 && \
+                  system("test -r '" . anchors . "' && echo 1 || echo 0") + 0
+    anchors = has_anchors ? anchors : data
     set multiplot layout 1,2
     do for [d in "64 128"] {
         set title "dim ".d.", bf16, batch 2, hidden 2048"
@@ -36,7 +44,9 @@ if (timed) {
              data using (len_of(strcol(SHAPE))):(sel("unfused_bf16", 1)) with linespoints lt 1 dt 2 title "unfused, causal", \
              data using (len_of(strcol(SHAPE))):(sel("fused_simt_bf16", 1)) with linespoints lt 2 dt 2 title "fused SIMT, causal", \
              data using (len_of(strcol(SHAPE))):(sel("fused_mma_bf16", 0)) with linespoints lt 3 title "fused mma.sync (step 3)", \
-             data using (len_of(strcol(SHAPE))):(sel("fused_mma_bf16", 1)) with linespoints lt 3 dt 2 title "fused mma.sync, causal"
+             data using (len_of(strcol(SHAPE))):(sel("fused_mma_bf16", 1)) with linespoints lt 3 dt 2 title "fused mma.sync, causal", \
+             for [i = 1:has_anchors] anchors using (len_of(strcol(SHAPE))):(sel("torch_cudnn_bf16", 0)) with linespoints lt 5 title "cuDNN (PyTorch)", \
+             for [i = 1:has_anchors] anchors using (len_of(strcol(SHAPE))):(sel("torch_flash2_bf16", 0)) with linespoints lt 6 title "FlashAttention-2 (PyTorch)"
     }
     unset multiplot
 } else {
