@@ -16,8 +16,10 @@
  * in place, V from shared memory, MN-major). wgmma is asynchronous, so a consumer overlaps: at
  * tile t it issues S_t = Q K_t^T and then O += P_{t-1} V_{t-1}, and while the tensor cores
  * run the second it waits for the first alone and does S_t's mask and softmax on the CUDA
- * cores and the SFU. Only then does it wait for the second, rescale O and round S_t into
- * P_t. The two consumer warpgroups interleave besides, one's exp under the other's products.
+ * cores and the SFU. Only then does it wait for the second and round S_t into P_t; O's
+ * rescale to tile t's max waits for the next iteration, where it runs under S_{t+1}'s product
+ * (O is no operand of that one). The two consumer warpgroups interleave besides, one's exp
+ * under the other's products.
  * K_t's stage is free once S_t is done, V_t's only once P_t V_t is, an iteration later: so the
  * producer copies K one tile ahead of V (K_{t+1}, then V_t), and K_{t+2} lands while tile t's
  * softmax and tile t+1's products run.
@@ -219,6 +221,14 @@ attention_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,
             for (int r = 0; r < 4; r++)
                 p[kt][r] = pack_t<T>(s[8 * kt + 2 * r], s[8 * kt + 2 * r + 1]);
     };
+    /* O, so far against the old max, rescaled to the new one before P_t V_t is added */
+    auto rescale_o = [&](const float (&alpha)[2]) {
+#pragma unroll
+        for (int j = 0; j < D / 8; j++) {
+            acc[4 * j] *= alpha[0], acc[4 * j + 1] *= alpha[0];
+            acc[4 * j + 2] *= alpha[1], acc[4 * j + 3] *= alpha[1];
+        }
+    };
     /* this warp is done with a stage: the producer may refill it once all 8 have said so */
     auto release = [&](uint64_t *empty) {
         __syncwarp();
@@ -246,9 +256,13 @@ attention_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,
             mbar_wait(&full_v[sp], ((t - 1) / STAGES) & 1);
             mbar_wait(&full_k[st], (t / STAGES) & 1);
             __syncwarp();
-            wgmma_fence(); /* P and O were written by ordinary instructions */
+            wgmma_fence(); /* P was written by ordinary instructions */
             issue_qk(st);
             wgmma_commit();
+            /* O's rescale for tile t - 1 while the tensor cores start on S_t */
+            fence_acc(acc);
+            rescale_o(alpha);
+            wgmma_fence(); /* and O too */
             issue_pv(sp);
             wgmma_commit();
             /* S_t is in once the older group is done (K_t's stage free); P_{t-1} V_{t-1} may
@@ -262,17 +276,13 @@ attention_wgmma_kernel(const __grid_constant__ CUtensorMap map_q,
             fence_acc(acc);
             fence_acc(s);
             release(&empty_v[sp]);
-#pragma unroll
-            for (int j = 0; j < D / 8; j++) {
-                acc[4 * j] *= alpha[0], acc[4 * j + 1] *= alpha[0];
-                acc[4 * j + 2] *= alpha[1], acc[4 * j + 3] *= alpha[1];
-            }
             round_p();
         }
 
         const int sp = (ntiles - 1) % STAGES;
         mbar_wait(&full_v[sp], ((ntiles - 1) / STAGES) & 1);
         __syncwarp();
+        rescale_o(alpha);
         wgmma_fence();
         issue_pv(sp);
         wgmma_commit();
