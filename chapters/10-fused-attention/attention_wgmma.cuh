@@ -1,14 +1,13 @@
 /* attention_wgmma.cuh: the Hopper instructions step 4 uses (given), beside chapter 05's tma.cuh
- * (mbar_init, mbar_arrive_expect_tx, mbar_arrive, mbar_wait, smem_u32, encode_tiled). What the
- * step is about is the pipeline: which warp issues which copy, who waits on which barrier, and
- * which product runs under which softmax; the instructions themselves are wrapped here.
+ * (mbar_init, mbar_arrive_expect_tx, mbar_arrive, mbar_wait, smem_u32, encode_tiled) and
+ * wgmma.cuh (smem_desc, the 128-byte swizzled descriptor; wgmma_fence, wgmma_commit,
+ * wgmma_wait<N>; fence_acc, the accumulators pinned around them). What the step is about is
+ * the pipeline: which warp issues which copy, who waits on which barrier, and which product
+ * runs under which softmax; the instructions themselves are wrapped here and there.
  *
  * Device side (sm_90a code only; every other target sees none of it):
  *   tma_load_3d(dst, map, x, y, z, bar)   one box of a 3-D tensor map at (column x, row y,
  *                                         matrix z) into shared memory, its bytes counted on bar
- *   smem_desc(addr, lbo, sbo)             a wgmma matrix descriptor, 128-byte swizzle
- *   wgmma_fence, wgmma_commit, wgmma_wait<N>
- *   fence_acc(d)                          an accumulator array pinned in place around them
  *   wgmma_ss<T, N>(d, desc_a, desc_b, scale_d)
  *                                         d (64 x N, fp32) = A B + (scale_d ? d : 0), A (64 x 16)
  *                                         and B (16 x N) both from shared memory, both K-major
@@ -48,6 +47,8 @@
  *             (the box's bytes: rows x 128)
  *
  * Given; chapter 05's step 4 (step4_wgmma_sm90a.cu) introduces the same instructions on a GEMM.
+ * A wgmma_fence() goes before the first wgmma that reads registers ordinary instructions wrote
+ * (O rescaled, P packed).
  * The CPU backend cannot run any of it and leaves the files that include this out. */
 #ifndef ATTENTION_WGMMA_CUH
 #define ATTENTION_WGMMA_CUH
@@ -57,7 +58,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include "../05-async-pipelining/tma.cuh" /* the mbarriers, encode_tiled */
+#include "../05-async-pipelining/tma.cuh"   /* the mbarriers, encode_tiled */
+#include "../05-async-pipelining/wgmma.cuh" /* smem_desc, the fences and waits */
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
@@ -69,51 +71,6 @@ static __device__ __forceinline__ void tma_load_3d(void *dst, const CUtensorMap 
                  ::"r"(smem_u32(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y),
                    "r"(z), "r"(smem_u32(bar))
                  : "memory");
-}
-
-/* the start address, the leading and stride byte offsets (each in units of 16 bytes, 14 bits)
- * and, in bits 62-63, the swizzle: 1 = 128 bytes */
-static __device__ __forceinline__ uint64_t smem_desc(uint32_t addr, uint32_t lbo, uint32_t sbo)
-{
-    return (uint64_t)((addr & 0x3FFFF) >> 4) | (uint64_t)(lbo >> 4) << 16 |
-           (uint64_t)(sbo >> 4) << 32 | 1ull << 62;
-}
-
-/* before the first wgmma that reads registers written by ordinary instructions (accumulators
- * rescaled, an A operand packed) */
-static __device__ __forceinline__ void wgmma_fence()
-{
-    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-}
-
-static __device__ __forceinline__ void wgmma_commit()
-{
-    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-}
-
-/* until at most N of this warpgroup's committed groups are still running */
-template <int N>
-static __device__ __forceinline__ void wgmma_wait()
-{
-    asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
-}
-
-/* wgmma writes its accumulators behind the compiler's back: this empty statement "reads and
- * writes" each one, so that no ordinary instruction on them moves across the waits around it */
-template <int N>
-static __device__ __forceinline__ void fence_acc(float (&d)[N])
-{
-#pragma unroll
-    for (int i = 0; i < N; i++)
-        asm volatile("" : "+f"(d[i])::"memory");
-}
-
-template <int N>
-static __device__ __forceinline__ void fence_regs(uint32_t (&r)[N])
-{
-#pragma unroll
-    for (int i = 0; i < N; i++)
-        asm volatile("" : "+r"(r[i])::"memory");
 }
 
 static __device__ __forceinline__ float exp2_approx(float x)

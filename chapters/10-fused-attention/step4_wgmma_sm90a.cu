@@ -16,9 +16,9 @@
  * that multiply with wgmma (S = Q K^T from shared memory, O += P V with P from registers) and
  * run the softmax of one tile while the tensor cores run the products of the next; setmaxnreg
  * moving registers from the producer to the consumers. Given: attention_wgmma.cuh (tma_load_3d,
- * smem_desc, wgmma_ss and wgmma_rs, the fences and waits, exp2_approx, pack_t, and
- * make_map_rows for the tensor maps, with the layouts of the registers and of shared memory),
- * over chapter 05's tma.cuh (the mbarriers). Below, the launcher is given as far as the
+ * wgmma_ss and wgmma_rs, exp2_approx, pack_t, and make_map_rows for the tensor maps, with the
+ * layouts of the registers and of shared memory), over chapter 05's tma.cuh (the mbarriers)
+ * and wgmma.cuh (smem_desc, the fences and waits). Below, the launcher is given as far as the
  * launch: the tensor maps, the shared-memory allowance and the grid; change any of it.
  *
  * What the grader measures (make grade CH=10 STEP=4), on a GPU of compute capability 9.0 only
