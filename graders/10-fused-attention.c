@@ -5,11 +5,18 @@
  *           every grade, so that a speed ratio never rests on a wrong baseline.
  *   step 2  fused attention on the SIMT cores, bf16 and fp16: attention_fused_*
  *   step 3  fused attention on the tensor cores (ldmatrix, mma.sync, cp.async): attention_mma_*
+ *   step 4  fused attention with wgmma and TMA, FlashAttention-3 style (sm_90a, GPU only):
+ *           attention_wgmma_*
  *
  * Step 3 is graded as step 2 on correctness (the same shapes and vectors, on the CPU backend
  * too, where ldmatrix and mma.sync are emulated lane by lane), with no concept test, and on a
  * GPU against the unfused step at bf16, dim 128, 2 x 16 heads x len 4096, no mask: 2x its speed
  * (SPEED_NEEDS_MMA). The V_FA3 vector adds an RMSE bound on o for every step.
+ *
+ * Step 4 is graded on a GPU of compute capability 9.0 only (sm_90a code; the CPU backend's builds
+ * leave its file out and the step says SKIP there): step 3's shapes and vectors, step 3's speed
+ * test at SPEED_NEEDS_WGMMA, and in the sm_90a machine code of attention_wgmma_kernel, HGMMA
+ * (wgmma) and UTMALDG (TMA).
  *
  * Step 2 is graded on
  *   correctness  o and lse against a double-precision reference on fresh random inputs, twice
@@ -68,6 +75,7 @@
 #include "flow.h"
 #include "concept.h"
 #include "attention.h"
+#include "sass.h"
 #include "tolerance.h"
 
 #define CHAPTER "10-fused-attention"
@@ -461,9 +469,12 @@ static const char *at_hint(const struct at_problem *p, const struct verdict *v, 
                            const char *what)
 {
     const struct at_shape *s = &p->s;
-    const int mma = strstr(what, "_mma_") != NULL;
+    const int mma = strstr(what, "_mma_") != NULL, wgmma = strstr(what, "_wgmma_") != NULL;
     if (in_o && v->unwritten == v->checked)
-        return mma ? "nothing was written (every element of o is still the NaN poison): is the "
+        return wgmma ? "nothing was written (every element of o is still the NaN poison): is the "
+                       "TODO of step4_wgmma_sm90a.cu done, and do the consumer warpgroups store "
+                       "o and lse?"
+             : mma ? "nothing was written (every element of o is still the NaN poison): is the "
                      "TODO of step3_mma.cu done, and does the launcher start the kernel?"
                    : "nothing was written (every element of o is still the NaN poison): is the "
                      "TODO of step2_fused.cu done, and does the launcher start the kernel?";
@@ -500,6 +511,12 @@ static const char *at_hint(const struct at_problem *p, const struct verdict *v, 
     if (s->causal)
         return "row i sees keys j <= i (itself included): the mask is key > row, and the "
                "keys past len in the last tile are masked too";
+    if (wgmma)
+        return "with several tiles of keys: l and the accumulator rescaled by exp(m_old - "
+               "m_new) once the product that reads O is done (wgmma_wait), the stage released "
+               "(the empty barrier) only after the wgmma that reads its V has completed, the "
+               "parity of each wait flipping every STAGES tiles, and the keys past len masked "
+               "(-inf): TMA's zero fill makes them score 0, not -inf";
     if (mma)
         return "with several tiles of keys (len over 64): the accumulator and l rescaled by "
                "exp(m_old - m_new) when the max grows; the next tile's cp.async issued only "
@@ -722,6 +739,13 @@ static const struct at_shape SPEED_SHAPE = { BF16, 2, 16, 4096, 64, 1, V_UNIFORM
 static const struct at_shape SPEED_SHAPE_MMA = { BF16, 2, 16, 4096, 128, 0, V_UNIFORM, 0,
                                                  PAD_NONE };
 
+/* Step 4 against step 1 at step 3's shape. The napkin math: the same 275 GFLOP at the class of
+ * FlashAttention-3 (some 550 TFLOP/s and more at dim 128 on the H100's tensor cores, which the
+ * H200 shares) take 0.5 ms, against step 1's 2.7 ms of memory: about 6x. The gate asks 4x: out
+ * of reach of step 3's algorithm (its reference measured 3.10x at this shape, above), so that
+ * only the products on wgmma with the softmax under them pass. */
+#define SPEED_NEEDS_WGMMA 4.0
+
 static void speed_report(int slot, const void *shape, const struct flow_times *t, double needs,
                          const char *hint)
 {
@@ -749,6 +773,17 @@ static void speed_verdict(int slot, const void *shape, const struct flow_times *
                  "columns from registers (as chapter 04's register blocking), and a causal "
                  "block stop at its last row's key: the tiles above the diagonal are half the "
                  "work");
+}
+
+static void speed_verdict_wgmma(int slot, const void *shape, const struct flow_times *t)
+{
+    speed_report(slot, shape, t, SPEED_NEEDS_WGMMA,
+                 "the tensor cores must never wait for the softmax: issue S = Q K^T of the next "
+                 "tile before O += P V of this one, wait for the older group only "
+                 "(wgmma_wait<1>) and do the softmax while the second product runs; the "
+                 "producer a whole stage ahead (it refills a stage as soon as the empty barrier "
+                 "says both consumers are done with it); and setmaxnreg giving the consumers the "
+                 "registers for S, P and O without spills");
 }
 
 static void speed_verdict_mma(int slot, const void *shape, const struct flow_times *t)
@@ -831,6 +866,58 @@ START_TEST(fused_traffic)
 }
 END_TEST
 
+/* ==== machine code (GPU only, needs cuobjdump) ================================================ */
+
+/* What step 4's sm_90a machine code must show: its products as wgmma, its copies as TMA. The
+ * chapter links no references beside the learner's kernels, so every function of that name is
+ * the one graded. */
+static const struct sass_check {
+    const char *opcode, *hint;
+} SASS_CHECKS[] = {
+    { "HGMMA", "both products must be wgmma.mma_async (wgmma_ss and wgmma_rs in "
+               "attention_wgmma.cuh) in the sm_90a cubin of attention_wgmma_kernel: mma.sync "
+               "compiles to HMMA, and elsewhere than sm_90a the kernel is a trap" },
+    { "UTMALDG", "the tiles must be copied by cp.async.bulk.tensor (tma_load_3d in "
+                 "attention_wgmma.cuh): cp.async compiles to LDGSTS, plain loads to LDG" },
+};
+#define SASS_KERNEL "attention_wgmma_kernel"
+
+START_TEST(sass)
+{
+    int slot = grade_slot();
+    const struct sass_check *k = grade_ctx();
+    char why[256];
+    int nfn, nwith;
+    ck_assert_msg(sass_count(SASS_KERNEL, k->opcode, "sm_90a", &nfn, &nwith, why, sizeof why) == 0,
+                  "%s", why);
+    if (nfn < 1) {
+        grade_hint(slot, "%s", k->hint);
+        ck_abort_msg("the sm_90a machine code holds no function named %s: is yours named so (in "
+                     "step4_wgmma_sm90a.cu), and built for sm_90a?", SASS_KERNEL);
+    }
+    if (nwith < nfn) {
+        grade_hint(slot, "%s", k->hint);
+        ck_abort_msg("no %s in the sm_90a machine code of %s (%d of its %d instances have it)",
+                     k->opcode, SASS_KERNEL, nwith, nfn);
+    }
+    grade_note(slot, "%s holds %s (sm_90a, %d instances)", SASS_KERNEL, k->opcode, nfn);
+}
+END_TEST
+
+static void add_sass(Suite *s)
+{
+    static char titles[sizeof SASS_CHECKS / sizeof SASS_CHECKS[0]][64];
+    for (size_t i = 0; i < sizeof SASS_CHECKS / sizeof SASS_CHECKS[0]; i++) {
+        snprintf(titles[i], sizeof titles[i], "sass: %s in %s", SASS_CHECKS[i].opcode,
+                 SASS_KERNEL);
+        const char *t = titles[i];
+        if (!sass_on_path("cuobjdump"))
+            grader_skip(t, "cuobjdump is not on PATH (it comes with the CUDA toolkit)");
+        else if (grader_add_ctx(s, "sass", sass, &t, 1, 120, &SASS_CHECKS[i]) >= 0)
+            sass_preload(NULL, 0); /* the machine code, read once here (sass.h) */
+    }
+}
+
 /* ==== bench ================================================================================= */
 
 struct bench_run {
@@ -857,6 +944,18 @@ static int bench(const char *path)
     struct rng r;
     rng_init(&r, harness_seed());
     int rc = 0;
+    /* the rungs this device runs: an sm_90a step on compute capability 9.0 only */
+    int runs[16] = { 0 };
+    for (int k = 0; k < ATTENTION_NUM_STEPS && k < 16; k++) {
+        const struct attention_step *st = &ATTENTION_STEPS[k];
+        runs[k] = st->bf16 != NULL &&
+                  (!st->sm90a || (strcmp(info.backend, "cuda") == 0 && info.cc_major == 9 &&
+                                  info.cc_minor == 0));
+        if (!runs[k])
+            fprintf(stderr, "bench: %s_bf16 left out: %s\n", st->name,
+                    st->bf16 ? "sm_90a code runs on compute capability 9.0 only"
+                             : "this build leaves its file out");
+    }
     static const int LENS[] = { 512, 1024, 2048, 4096, 8192 };
     static const int DIMS[] = { 64, 128 };
     for (size_t di = 0; di < 2 && !rc; di++)
@@ -895,7 +994,9 @@ static int bench(const char *path)
                          causal ? "c" : "");
                 const double flops = 2 * at_work(&s) * (causal ? 0.5 : 1);
                 const double bytes = 4.0 * p->nqkv * 2 + p->nlse * 4.0;
-                for (int k = 0; k < ATTENTION_NUM_STEPS && !rc; k++) {
+                for (int k = 0; k < ATTENTION_NUM_STEPS && k < 16 && !rc; k++) {
+                    if (!runs[k])
+                        continue;
                     char name[48];
                     snprintf(name, sizeof name, "%s_bf16", ATTENTION_STEPS[k].name);
                     at_poison(p);
@@ -922,7 +1023,7 @@ static int bench(const char *path)
 
 /* ==== registration ========================================================================== */
 
-static struct shape_list LISTS[8];
+static struct shape_list LISTS[10];
 
 static void add_tests(Suite *s)
 {
@@ -947,21 +1048,45 @@ static void add_tests(Suite *s)
                                  "\"baseline\")");
             continue;
         }
+        if (st->sm90a) {
+            /* step 4: sm_90a code, which the CPU backend cannot run and leaves out */
+            if (strcmp(grader_device()->backend, "cuda") != 0) {
+                grader_skip("attention_wgmma", "graded on a GPU only: TMA, mbarrier and wgmma "
+                                               "are PTX that the CPU backend cannot run, and its "
+                                               "builds leave this step's file out");
+                continue;
+            }
+            if (!st->bf16 || !st->f16) {
+                grader_skip("attention_wgmma", "this build leaves its file out");
+                continue;
+            }
+            if (grader_cc() != 90) {
+                static char why[96];
+                snprintf(why, sizeof why, "wgmma is sm_90a code, which runs on compute "
+                                          "capability 9.0 only; this device is sm_%d",
+                         grader_cc());
+                grader_skip("attention_wgmma", why);
+                continue;
+            }
+        }
         for (int t = BF16; t <= F16; t++) {
             snprintf(what[k - 1][t], sizeof what[k - 1][t], "attention_%s_%s",
-                     k == 3 ? "mma" : "fused", t == F16 ? "f16" : "bf16");
+                     k == 4 ? "wgmma" : k == 3 ? "mma" : "fused", t == F16 ? "f16" : "bf16");
             flow_add_correct(s, &AT, shapes_for(&LISTS[2 * k + t], t, st->writes_lse, 0),
                              t == F16 ? (flow_fn)st->f16 : (flow_fn)st->bf16, what[k - 1][t]);
         }
-        if (k == 3) {
-            /* the tensor-core step: no traffic count (its copies are cp.async, its products
-             * the same bytes as step 2's); the CPU backend grades its lanes' addressing */
+        if (k >= 3) {
+            /* the tensor-core steps: no traffic count (their copies are cp.async or TMA, their
+             * products the same bytes as step 2's); the CPU backend grades step 3's lanes'
+             * addressing; step 4 runs on a GPU only, at step 3's speed shape */
             sp[k - 1] = (struct flow_speed){
                 "speed", &AT, &SPEED_SHAPE_MMA, (flow_fn)st->bf16, (flow_fn)s1->bf16, NULL,
-                what[k - 1][BF16], 2, 10, 600, speed_verdict_mma,
+                what[k - 1][BF16], 2, 10, 600, k == 4 ? speed_verdict_wgmma : speed_verdict_mma,
                 .order = { FLOW_BASE, FLOW_YOURS, FLOW_BASE }, .reference = (flow_fn)s1->bf16,
                 .vet = at_vet };
             flow_add_speed(s, &sp[k - 1]);
+            if (k == 4)
+                add_sass(s);
             continue;
         }
         if (concept_here()) {

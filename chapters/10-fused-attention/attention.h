@@ -5,6 +5,9 @@
  *           the online softmax, the log-sum-exp written out
  *   step 3  fused on the tensor cores: ldmatrix, mma.sync,    attention_mma_*      (step3_mma.cu)
  *           K and V double-buffered with cp.async
+ *   step 4  wgmma and TMA, FlashAttention-3 style: a          attention_wgmma_*
+ *           producer warpgroup, two consumer warpgroups;      (step4_wgmma_sm90a.cu)
+ *           Hopper only (sm_90a code)
  *
  * Given: step 1, the baseline every later step is timed against. On a GPU its two products are
  * cuBLAS's (unfused_gemm_gpu.cu, GPU builds only); on the CPU backend, which has no cuBLAS, a
@@ -131,6 +134,23 @@ void attention_mma_f16(const at_f16 *d_q, const at_f16 *d_k, const at_f16 *d_v, 
                        float *d_lse, const int *d_kv_len, int batch, int heads, int len,
                        int dim, int causal, float scale, void *d_work);
 
+/* Step 4 (step4_wgmma_sm90a.cu, sm_90a: compute capability 9.0 only): step 3's algorithm with
+ * both products as wgmma, the tiles copied by TMA, and the block specialised: a producer
+ * warpgroup issues the copies, two consumer warpgroups (64 query rows each) multiply and run
+ * the softmax, the softmax of one tile overlapping the products of the next. d_work is not
+ * touched.
+ * d_kv_len: NULL, every key is valid; else a device array of batch ints in [0, len]: row i of
+ * batch b sees key j only if j < d_kv_len[b] (and j <= i with causal). A row that sees no key
+ * writes o = 0 and lse = -INFINITY, never NaN.
+ * Weak: the CPU backend's builds leave *_sm90a.cu out (no TMA, no wgmma), and see NULL here. */
+void attention_wgmma_bf16(const at_bf16 *d_q, const at_bf16 *d_k, const at_bf16 *d_v,
+                          at_bf16 *d_o, float *d_lse, const int *d_kv_len, int batch, int heads,
+                          int len, int dim, int causal, float scale, void *d_work)
+    __attribute__((weak));
+void attention_wgmma_f16(const at_f16 *d_q, const at_f16 *d_k, const at_f16 *d_v, at_f16 *d_o,
+                         float *d_lse, const int *d_kv_len, int batch, int heads, int len,
+                         int dim, int causal, float scale, void *d_work) __attribute__((weak));
+
 /* The batched products of step 1, on a GPU cuBLAS's (unfused_gemm_gpu.cu). Weak: the CPU
  * backend's builds leave *_gpu.cu out, see NULL here, and use unfused.cu's plain kernel.
  * fp16 != 0: the inputs are fp16, else bf16. For each of batch_heads (b, h):
@@ -143,13 +163,15 @@ void attention_gemm_output_cublas(const void *d_p, const void *d_v, void *d_o, i
 
 /* ---- the steps, in order (steps.cu) --------------------------------------------------------
  * One row a step. given: 1 for a step the learner does not write (step 1); writes_lse: 1 when
- * the step writes d_lse. */
+ * the step writes d_lse; sm90a: 1 for a step of sm_90a code, which runs on compute capability
+ * 9.0 only and is graded on a GPU only (its launchers NULL in the CPU backend's builds). */
 struct attention_step {
     const char *name;               /* the rung's name in the bench: "unfused", "fused_simt" */
     const char *title;              /* the ladder's line */
     int given, writes_lse;
     attention_bf16_fn bf16;
     attention_f16_fn f16;
+    int sm90a;
 };
 extern const struct attention_step ATTENTION_STEPS[];
 extern const int ATTENTION_NUM_STEPS;
