@@ -8,24 +8,6 @@
  * skips the step. */
 #include "attention.h"
 
-/* Step 4's launchers take d_kv_len; the table's rows, as every step's, see every key valid
- * (NULL). */
-static void wgmma_bf16_all_keys(const at_bf16 *d_q, const at_bf16 *d_k, const at_bf16 *d_v,
-                                at_bf16 *d_o, float *d_lse, int batch, int heads, int len,
-                                int dim, int causal, float scale, void *d_work)
-{
-    attention_wgmma_bf16(d_q, d_k, d_v, d_o, d_lse, NULL, batch, heads, len, dim, causal, scale,
-                         d_work);
-}
-
-static void wgmma_f16_all_keys(const at_f16 *d_q, const at_f16 *d_k, const at_f16 *d_v,
-                               at_f16 *d_o, float *d_lse, int batch, int heads, int len, int dim,
-                               int causal, float scale, void *d_work)
-{
-    attention_wgmma_f16(d_q, d_k, d_v, d_o, d_lse, NULL, batch, heads, len, dim, causal, scale,
-                        d_work);
-}
-
 const struct attention_step ATTENTION_STEPS[] = {
     { "unfused", "unfused (given): cuBLAS, softmax, cuBLAS", 1, 0, attention_unfused_bf16,
       attention_unfused_f16, 0 },
@@ -34,7 +16,6 @@ const struct attention_step ATTENTION_STEPS[] = {
     { "fused_mma", "fused, tensor cores: ldmatrix, mma.sync, cp.async", 0, 1,
       attention_mma_bf16, attention_mma_f16, 0 },
     { "fused_wgmma", "fused, Hopper: wgmma, TMA, warp specialisation", 0, 1,
-      attention_wgmma_bf16 ? wgmma_bf16_all_keys : NULL,
-      attention_wgmma_f16 ? wgmma_f16_all_keys : NULL, 1 },
+      attention_wgmma_bf16, attention_wgmma_f16, 1 },
 };
 const int ATTENTION_NUM_STEPS = sizeof ATTENTION_STEPS / sizeof ATTENTION_STEPS[0];
