@@ -1,6 +1,6 @@
 # 10-fused-attention.gp: chapter 10, fused attention against the unfused baseline.
 #   From the H200's bench (plots/data/h200/10-fused-attention.tsv: rows "unfused_bf16",
-#   "fused_simt_bf16" and "fused_mma_bf16", shapes "2xHxLENxDIM" with "c" for causal): TFLOP/s
+#   "fused_simt_bf16", "fused_mma_bf16" and "fused_wgmma_bf16", shapes "2xHxLENxDIM" with "c" for causal): TFLOP/s
 #   against the sequence length, one panel for each of dim 64 and 128, causal and not drawn apart.
 #   Beside them, where it is committed, the outside anchors measured in the same GPU visit
 #   (plots/data/h200/anchors-10-fused-attention.tsv, scripts/attention-anchors.py: PyTorch's
@@ -33,6 +33,8 @@ if (timed) {
     has_anchors = strstrt(data, "/10-fused-attention.tsv") > 0 && \
                   system("test -r '" . anchors . "' && echo 1 || echo 0") + 0
     anchors = has_anchors ? anchors : data
+    set terminal pdfcairo size 6in,4.4in font "Latin Modern Roman,9" fontscale 0.8 enhanced
+    set key below maxcols 2 font ",7" spacing 0.9
     set multiplot layout 1,2
     do for [d in "64 128"] {
         set title "dim ".d.", bf16, batch 2, hidden 2048"
@@ -45,6 +47,8 @@ if (timed) {
              data using (len_of(strcol(SHAPE))):(sel("fused_simt_bf16", 1)) with linespoints lt 2 dt 2 title "fused SIMT, causal", \
              data using (len_of(strcol(SHAPE))):(sel("fused_mma_bf16", 0)) with linespoints lt 3 title "fused mma.sync (step 3)", \
              data using (len_of(strcol(SHAPE))):(sel("fused_mma_bf16", 1)) with linespoints lt 3 dt 2 title "fused mma.sync, causal", \
+             data using (len_of(strcol(SHAPE))):(sel("fused_wgmma_bf16", 0)) with linespoints lt 4 title "fused wgmma, TMA (step 4)", \
+             data using (len_of(strcol(SHAPE))):(sel("fused_wgmma_bf16", 1)) with linespoints lt 4 dt 2 title "fused wgmma, causal", \
              for [i = 1:has_anchors] anchors using (len_of(strcol(SHAPE))):(sel("torch_cudnn_bf16", 0)) with linespoints lt 5 title "cuDNN (PyTorch)", \
              for [i = 1:has_anchors] anchors using (len_of(strcol(SHAPE))):(sel("torch_flash2_bf16", 0)) with linespoints lt 6 title "FlashAttention-2 (PyTorch)"
     }
