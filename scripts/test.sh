@@ -43,8 +43,15 @@ export GRADE_TSV=build/test-grade.tsv
 : > "$GRADE_TSV"
 passed=0 failed=0 failures=()
 
+# each step ends with its time and the time since the start: where a long run spends it
+started=$SECONDS
+took() { # took SINCE: "-- 12 s (at 3 min 4 s)"
+    local all=$((SECONDS - started))
+    echo "-- $((SECONDS - $1)) s (at $((all / 60)) min $((all % 60)) s)"
+}
+
 step() { # step NAME COMMAND...: run a step, count it
-    local name=$1; shift
+    local name=$1 t0=$SECONDS; shift
     echo
     echo "== $name"
     if "$@"; then
@@ -53,6 +60,7 @@ step() { # step NAME COMMAND...: run a step, count it
         failed=$((failed + 1)); failures+=("$name")
         echo "== FAILED: $name"
     fi
+    took "$t0"
 }
 
 # shellcheck source=scripts/bound.sh
@@ -60,7 +68,7 @@ source scripts/bound.sh
 
 checks() { # checks NAME COMMAND...: a Check program; its own tests are tallied from $counts. A
     # program (not a make) runs bounded from outside, as every grader does (scripts/bound.sh).
-    local name=$1; shift
+    local name=$1 t0=$SECONDS; shift
     echo
     echo "== $name"
     local before run=()
@@ -72,13 +80,14 @@ checks() { # checks NAME COMMAND...: a Check program; its own tests are tallied 
         # a program that died before its tally still counts as one failure
         [[ $(wc -l < "$counts") -gt $before ]] || failed=$((failed + 1))
     fi
+    took "$t0"
 }
 
 # judged BACKEND: the one rule (scripts/judge.sh) over every grader make built for BACKEND: each
 # solution passes, each starter fails, each known-bug kernel fails with its symptom; its
 # verdicts are tallied one by one
 judged() {
-    local b=$1 out tally
+    local b=$1 out tally t0=$SECONDS
     $make_ --no-print-directory -s build/programs.tsv
     out=$(scripts/judge.sh "$b" | tee /dev/stderr)
     tally=$(tail -n 1 <<<"$out")
@@ -88,6 +97,7 @@ judged() {
     else
         failed=$((failed + 1)); failures+=("the judge on $b")
     fi
+    took "$t0"
 }
 
 step "compile every kernel file for sm_${ARCH:-75 80 86 89 90} (nvcc, warnings as errors)" \
