@@ -36,21 +36,35 @@
  *
  * A block of 256 threads takes 16 rows of W (16 columns of y), its 8 warps taking turns along
  * k four scale blocks at a time: 8 x 4 x 16 bytes, 512 contiguous bytes of each row, a turn of
- * the CTA, every 32-byte sector read whole. Each lane has its 4 blocks' words of both rows in
- * flight before it decodes any. The 8 warps' totals meet in shared memory at the end.
+ * the CTA, every 32-byte sector read whole. The 8 warps' totals meet in shared memory at the
+ * end.
+ *
+ * W and its scales reach each warp through a ring of GV_STAGES stages in shared memory, one
+ * ring a warp, filled by 16-byte cp.async. A load into registers holds its register until it
+ * lands, so a lane can have one turn of 4-byte words in flight and no more (a second turn costs
+ * 26 registers a thread, and half the warps an SM); a cp.async holds none, so each warp keeps
+ * GV_STAGES - 1 turns, 3 KB, on their way while it decodes another, and the bytes in flight an
+ * SM no longer depend on registers. A stage is a turn of the warp: its 16 rows x 64 bytes (each
+ * lane copies 16 bytes of two rows; a warp's copy reads 8 rows x 64 contiguous bytes, whole
+ * sectors) and the turn's 4 scale codes of each row as one word. Each lane then reads its
+ * fragments' words from the stage with 32-bit shared loads, without a bank conflict. The warps
+ * do not wait for each other until the end: a stage is one warp's, its lanes' copies made
+ * visible to each other by __syncwarp, and once every warp is done the rings' memory is where
+ * the warps' totals meet.
  *
  * MT is a template parameter, 1 (x's rows 0-7, one product a fragment) or 2 (rows 0-15, two);
  * a larger m runs in groups of 16 rows.
  *
- * Where it stands on the H200 (the lesson's measurements): about 1.4x cuBLAS's BF16 GEMM at
- * m = 1, short of the 3x the bytes nearly allow. It is latency-bound, not instruction-bound: a
- * lane's loads are 4 bytes, a warp's touch half of 16 sectors, and 30 warps an SM keep too few
- * bytes in flight. The next rung stages W through shared memory (16-byte cp.async or TMA bulk
- * copies into a ring), so that the bytes in flight stop depending on registers.
+ * Expect: at m = 1, nearer DRAM's rate: 32 warps an SM (4 CTAs of 44 KB of shared memory, at
+ * most 64 registers a thread) each hold 3 KB of W in flight, three times what a warp's loads
+ * into registers held; then the decode's instructions, 17 a word of 8 codes, are what bounds
+ * it. At m = 9 to 16 two products a fragment need more than 64 registers a thread: 2 CTAs an
+ * SM.
  */
 #include <stdint.h>
 
 #include <cuda_bf16.h>
+#include <cuda_pipeline.h>
 
 #include "../05-async-pipelining/mma_sync.cuh"
 #include "cuda_check.h"
@@ -59,8 +73,32 @@
 #define GV_THREADS 256
 #define GV_WARPS (GV_THREADS / 32)
 #define GV_ROWS 16   /* rows of W a CTA: an mma's m */
-#define GV_UNROLL 4  /* scale blocks a warp's turn: 4 x 16 bytes of each row in flight */
+#define GV_TURN 4    /* scale blocks a warp's turn, and a ring stage: 64 bytes of each row */
+#define GV_STAGES 4  /* a warp's ring: GV_STAGES - 1 turns in flight while it decodes one */
+/* words of a stage's row: a turn's 16 words of codes and 4 of padding. A fragment load reads
+ * word 4u + q of rows g = 0 .. 7 (and then g + 8): with rows 20 words apart, an odd multiple of
+ * 4, the 8 rows fall on 8 different groups of 4 banks */
+#define GV_LDW (4 * GV_TURN + 4)
 #define FULL 0xffffffffu
+
+/* one stage of a warp's ring: a turn's codes of the CTA's 16 rows, and their scale codes, the
+ * turn's 4 of a row in one word (block u's in byte u, as they lie in memory) */
+struct gv_stage {
+    uint32_t w[GV_ROWS][GV_LDW];
+    uint32_t sc[GV_ROWS];
+};
+static_assert(GV_TURN == 4, "a row's scale codes of a turn are one 32-bit word");
+/* a macro, not a constant: sm_75's build, the trap alone, would warn of an unused constant */
+#define GV_STAGE_WORDS ((int)(sizeof(gv_stage) / 4))
+static_assert(sizeof(gv_stage) % 16 == 0, "16-byte cp.async into every stage");
+
+/* the CTA's shared memory past the scale table: the warps' rings while they stream W, then the
+ * warps' accumulators, for the sum across warps */
+template <int MT>
+union gv_shared {
+    gv_stage ring[GV_WARPS][GV_STAGES];
+    float part[GV_WARPS][MT][32][4];
+};
 
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800 /* sm_75 builds the trap alone */
 
@@ -91,7 +129,10 @@ static __device__ __forceinline__ void decode_word(uint32_t w, uint32_t (&p)[4])
         p[i] = out;
     }
 #else
-    const __nv_bfloat162 two126 = __floats2bfloat162_rn(0x1p126f, 0x1p126f);
+    /* 2^126 in both halves (exponent field 253), as bits: an immediate operand, where a
+     * conversion from fp32 is an instruction of its own each time */
+    const uint32_t two126_bits = 0x7e807e80u;
+    const __nv_bfloat162 two126 = *reinterpret_cast<const __nv_bfloat162 *>(&two126_bits);
 #pragma unroll
     for (int i = 0; i < 4; i++) {
         __nv_bfloat162 v = *reinterpret_cast<const __nv_bfloat162 *>(&p[i]);
@@ -146,9 +187,43 @@ static __device__ __forceinline__ void mma_regs(float (&d)[4], uint32_t a0, uint
 #endif
 }
 
+/* This lane's share of the copy of one of its warp's turns into a stage: block q of the turn
+ * in rows rf and rf + 8, 16 bytes each, from src_a and src_b into dst_w and 8 rows below it,
+ * where the block is inside k (w_in); and, for lanes q = 0 and 1, the turn's scale codes of row
+ * g + 8q, the first `left` of them inside k, from src_s into one word at dst_s. That word is one
+ * 4-byte cp.async where every row's codes start 4-byte aligned (kblocks a multiple of 4), else
+ * byte loads and a store: a stage is read a turn or more after its copy is issued, and a
+ * __syncwarp between, either way. */
+static __device__ __forceinline__ void copy_turn(uint32_t *dst_w, uint32_t *dst_s,
+                                                 const uint8_t *src_a, const uint8_t *src_b,
+                                                 const uint8_t *src_s, bool w_in, int q,
+                                                 int left, bool sc_async)
+{
+    if (w_in) {
+        /* 16 bytes go as cp.async.cg, which skips L1: W is read once */
+        __pipeline_memcpy_async(dst_w, src_a, 16);
+        __pipeline_memcpy_async(dst_w + 8 * GV_LDW, src_b, 16);
+    }
+    if (q < 2) {
+        if (sc_async) {
+            __pipeline_memcpy_async(dst_s, src_s, 4);
+        } else {
+            uint32_t v = 0;
+#pragma unroll
+            for (int u = 0; u < GV_TURN; u++)
+                if (u < left)
+                    v |= (uint32_t)src_s[u] << (8 * u);
+            *dst_s = v;
+        }
+    }
+}
+
 #endif
 
-/* MT products a fragment: x's rows 0-7 (MT = 1) or 0-15 (MT = 2) */
+/* MT products a fragment: x's rows 0-7 (MT = 1) or 0-15 (MT = 2). No minimum of CTAs an SM in
+ * the launch bounds: asking for 4 made the compiler recompute the rings' shared-memory
+ * addresses inside the loop to save registers, and without it the MT = 1 kernel fits in the
+ * 64 registers a thread that 4 CTAs of 256 threads allow all the same (ptxas -v says). */
 template <int MT>
 static __global__ void __launch_bounds__(GV_THREADS)
 gemm_mxfp4_kernel(const uint16_t *__restrict__ x, const uint8_t *__restrict__ wq,
@@ -158,31 +233,27 @@ gemm_mxfp4_kernel(const uint16_t *__restrict__ x, const uint8_t *__restrict__ wq
     __trap(); /* sm_75: no bf16 mma.sync m16n8k16 before sm_80 */
 #else
     __shared__ float scale_of[256];              /* e8m0 code -> its value */
-    __shared__ float part[GV_WARPS][MT][32][4];  /* each warp's accumulators, for the sum */
+    __shared__ __align__(16) gv_shared<MT> s_;   /* the warps' rings, then their totals */
 #ifdef HARNESS_EMU
     __shared__ uint32_t frag[GV_WARPS][32][6];   /* the CPU backend's mma.sync (mma_regs) */
 #else
     uint32_t (*const frag)[32][6] = nullptr;
 #endif
-    {
-        const uint32_t e = threadIdx.x;
-        scale_of[e] = e == 0xffu ? __uint_as_float(0x7fc00000u)
-                                 : __uint_as_float(e == 0 ? 0x00400000u : e << 23);
-    }
-    __syncthreads();
 
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const int g = lane / 4, q = lane % 4; /* the fragments' row group and pair */
     const int c0 = blockIdx.x * GV_ROWS;
     const int kblocks = k / MX_BLOCK;
-    /* this lane's two rows of W, g and g + 8 (rows past n read row c0: their y is not kept) */
-    const int r_lo = c0 + g < n ? c0 + g : c0, r_hi = c0 + g + 8 < n ? c0 + g + 8 : c0;
-    const uint32_t *__restrict__ w_lo =
-        reinterpret_cast<const uint32_t *>(wq + (size_t)r_lo * (k / 2)) + q;
-    const uint32_t *__restrict__ w_hi =
-        reinterpret_cast<const uint32_t *>(wq + (size_t)r_hi * (k / 2)) + q;
-    const uint8_t *__restrict__ s_lo = ws + (size_t)r_lo * kblocks;
-    const uint8_t *__restrict__ s_hi = ws + (size_t)r_hi * kblocks;
+    /* The rows this lane copies: rf and rf + 8, rf = 0, 4, 1, 5, 2, 6, 3, 7 for g = 0 .. 7. A
+     * 16-byte shared store goes out a quarter warp at a time, and lanes 8h .. 8h + 7 then write
+     * rows h and h + 4, 80 words apart: half the banks each, none twice. (Rows g and g + 1 are
+     * 20 words apart, and the quarter would write one group of 4 banks twice.) And the row whose
+     * scale codes it copies, lanes q = 0 and 1: g + 8q. Rows past n copy row c0: their y is not
+     * kept. */
+    const int rf = (g >> 1) + 4 * (g & 1), rsc = g + 8 * (q & 1);
+    const int ra = c0 + rf < n ? c0 + rf : c0, rb = c0 + rf + 8 < n ? c0 + rf + 8 : c0;
+    const int rs = c0 + rsc < n ? c0 + rsc : c0;
+    const bool sc_async = kblocks % GV_TURN == 0 && (uintptr_t)ws % 4 == 0;
     /* x's rows of this lane's B columns: g and, for MT = 2, g + 8; 8 bf16 of a block each */
     const uint4 *__restrict__ x_row[MT];
     bool x_has[MT];
@@ -192,6 +263,37 @@ gemm_mxfp4_kernel(const uint16_t *__restrict__ x, const uint8_t *__restrict__ wq
         x_row[t] = reinterpret_cast<const uint4 *>(x + (size_t)(x_has[t] ? g + 8 * t : 0) * k) + q;
     }
 
+    /* The warp's turns: turn i takes blocks j0 = 4 (8 i + warp) .. j0 + 3, so that a turn of
+     * the 8 warps reads 512 contiguous bytes of each row. Turn i lives in stage i % GV_STAGES
+     * of the warp's ring; GV_STAGES - 1 turns are copied ahead, each its own commit group
+     * (empty ones past the warp's last turn, so that the count of groups to wait for stays
+     * the same). The copy's sources step a turn of the CTA at a time. */
+    gv_stage *const ring = s_.ring[warp];
+    const int turns = cdiv(kblocks, GV_TURN);
+    const int mine = warp < turns ? cdiv(turns - warp, GV_WARPS) : 0;
+    int jc = GV_TURN * warp; /* the first block of the next turn to copy */
+    const uint8_t *src_a = wq + (size_t)ra * (k / 2) + 16 * (jc + q);
+    const uint8_t *src_b = wq + (size_t)rb * (k / 2) + 16 * (jc + q);
+    const uint8_t *src_s = ws + (size_t)rs * kblocks + jc;
+    uint32_t *const dst_w = &ring[0].w[rf][4 * q], *const dst_s = &ring[0].sc[rsc]; /* stage 0 */
+#pragma unroll
+    for (int i = 0; i < GV_STAGES - 1; i++) {
+        if (i < mine) {
+            copy_turn(dst_w + i * GV_STAGE_WORDS, dst_s + i * GV_STAGE_WORDS, src_a, src_b, src_s,
+                      jc + q < kblocks, q, kblocks - jc, sc_async);
+            src_a += GV_WARPS * GV_TURN * 16, src_b += GV_WARPS * GV_TURN * 16;
+            src_s += GV_WARPS * GV_TURN, jc += GV_WARPS * GV_TURN;
+        }
+        __pipeline_commit();
+    }
+    /* the table while the first copies fly */
+    {
+        const uint32_t e = threadIdx.x;
+        scale_of[e] = e == 0xffu ? __uint_as_float(0x7fc00000u)
+                                 : __uint_as_float(e == 0 ? 0x00400000u : e << 23);
+    }
+    __syncthreads();
+
     float acc[MT][4];
 #pragma unroll
     for (int t = 0; t < MT; t++)
@@ -199,36 +301,47 @@ gemm_mxfp4_kernel(const uint16_t *__restrict__ x, const uint8_t *__restrict__ wq
         for (int e = 0; e < 4; e++)
             acc[t][e] = 0.0f;
 
-    /* a warp's turns along k: every load of a turn (4 blocks of both rows) issued before any
-     * is decoded. (Issuing the next turn's before this one's decode, two turns in flight, costs
-     * 26 more registers a thread and half the warps an SM: slower on the H200.) */
-    for (int j0 = warp * GV_UNROLL; j0 < kblocks; j0 += GV_WARPS * GV_UNROLL) {
-        uint32_t wl[GV_UNROLL], wh[GV_UNROLL];
-        uint32_t sl[GV_UNROLL], sh[GV_UNROLL];
+    for (int i = 0; i < mine; i++) {
+        const int j0 = (i * GV_WARPS + warp) * GV_TURN;
+        /* x's words for the turn, issued before the wait, whose time they then share */
+        uint4 xv[GV_TURN][MT];
 #pragma unroll
-        for (int u = 0; u < GV_UNROLL; u++) {
-            const int j = j0 + u;
-            if (j < kblocks) {
-                wl[u] = __ldg(w_lo + 4 * j);
-                wh[u] = __ldg(w_hi + 4 * j);
-                sl[u] = __ldg(s_lo + j);
-                sh[u] = __ldg(s_hi + j);
-            }
+        for (int u = 0; u < GV_TURN; u++)
+#pragma unroll
+            for (int t = 0; t < MT; t++)
+                xv[u][t] = x_has[t] && j0 + u < kblocks ? __ldg(x_row[t] + 4 * (j0 + u))
+                                                        : make_uint4(0, 0, 0, 0);
+        /* of this lane's groups all but the GV_STAGES - 2 youngest have landed: turn i's; the
+         * __syncwarp makes every lane's copies of it visible to all, and says that every lane
+         * is done with turn i - 1's stage, which the refill below overwrites */
+        __pipeline_wait_prior(GV_STAGES - 2);
+        __syncwarp();
+        if (i + GV_STAGES - 1 < mine) {
+            const int slot = (i + GV_STAGES - 1) % GV_STAGES;
+            copy_turn(dst_w + slot * GV_STAGE_WORDS, dst_s + slot * GV_STAGE_WORDS, src_a, src_b,
+                      src_s, jc + q < kblocks, q, kblocks - jc, sc_async);
+            src_a += GV_WARPS * GV_TURN * 16, src_b += GV_WARPS * GV_TURN * 16;
+            src_s += GV_WARPS * GV_TURN, jc += GV_WARPS * GV_TURN;
         }
+        __pipeline_commit();
+
+        const gv_stage *const st = ring + i % GV_STAGES;
+        /* row g's word (w[g][4u + q]) is 20 g + 4u + q words in: the 8 row groups on 8
+         * different groups of 4 banks, the 4 lanes of one on 4 banks of it */
+        const uint32_t sc_lo = st->sc[g], sc_hi = st->sc[g + 8];
 #pragma unroll
-        for (int u = 0; u < GV_UNROLL; u++) {
-            const int j = j0 + u;
-            if (j >= kblocks)
+        for (int u = 0; u < GV_TURN; u++) {
+            if (j0 + u >= kblocks)
                 break;
             uint32_t alo[4], ahi[4];
-            decode_word(wl[u], alo);
-            decode_word(wh[u], ahi);
-            const float X_lo = scale_of[sl[u]], X_hi = scale_of[sh[u]];
+            decode_word(st->w[g][4 * u + q], alo);
+            decode_word(st->w[g + 8][4 * u + q], ahi);
+            const float X_lo = scale_of[(sc_lo >> (8 * u)) & 0xffu];
+            const float X_hi = scale_of[(sc_hi >> (8 * u)) & 0xffu];
 #pragma unroll
             for (int t = 0; t < MT; t++) {
-                uint32_t b[4] = { 0, 0, 0, 0 };
-                if (x_has[t])
-                    pair_x(__ldg(x_row[t] + 4 * j), b);
+                uint32_t b[4];
+                pair_x(xv[u][t], b);
                 float d[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
                 /* codes 0, 4 | 2, 6 of the lanes' words, then 1, 5 | 3, 7: the block's 32 */
                 mma_regs(d, alo[0], ahi[0], alo[1], ahi[1], b[0], b[1], frag[warp]);
@@ -241,11 +354,15 @@ gemm_mxfp4_kernel(const uint16_t *__restrict__ x, const uint8_t *__restrict__ wq
         }
     }
 
+    /* every copy has landed (the groups still open are empty); once every warp is past its
+     * ring, the rings' memory holds the warps' accumulators */
+    __pipeline_wait_prior(0);
+    __syncthreads();
 #pragma unroll
     for (int t = 0; t < MT; t++)
 #pragma unroll
         for (int e = 0; e < 4; e++)
-            part[warp][t][lane][e] = acc[t][e];
+            s_.part[warp][t][lane][e] = acc[t][e];
     __syncthreads();
     /* thread i of the first MT x 128 sums element i of the warps' accumulators and stores it:
      * lane l = i / 4's d[e = i % 4] is D[g + 8 (e / 2)][2q + e % 2], D's rows W's, its columns
@@ -255,7 +372,7 @@ gemm_mxfp4_kernel(const uint16_t *__restrict__ x, const uint8_t *__restrict__ wq
         float v = 0.0f;
 #pragma unroll
         for (int w = 0; w < GV_WARPS; w++)
-            v += part[w][t][l][e];
+            v += s_.part[w][t][l][e];
         const int c = c0 + l / 4 + 8 * (e / 2), r = 8 * t + 2 * (l % 4) + e % 2;
         if (c < n && r < m)
             y[(size_t)r * n + c] = v;
