@@ -1684,39 +1684,26 @@ static void add_gemm_speed(Suite *s, int step, flow_fn yours)
 
 /* ---- bench rows of steps 3 and 4 ------------------------------------------------------------ */
 
-struct gbench_run {
-    struct gproblem *p;
-    flow_fn fn;
-};
-
-static void g_bench_launch(void *ctx)
-{
-    struct gbench_run *b = ctx;
-    g_launch(b->p, b->fn);
-}
-
-/* one row: ms, GB/s over the bytes the operation must move, GFLOP/s; returns the ms, or -1 */
+/* one row (flow_time_row): ms, GB/s over the bytes the operation must move, GFLOP/s; returns
+ * the ms, or -1 when what the rung wrote was wrong */
 static double g_bench_one(struct results *out, struct gproblem *p, const char *kernel,
                           flow_fn fn)
 {
     const struct gshape *s = &p->s;
     char shape[48];
     snprintf(shape, sizeof shape, "%dx%dx%d", s->m, s->k, s->n);
-    g_poison(p);
-    struct gbench_run b = { p, fn };
-    struct timing t = gpu_time(g_bench_launch, &b, 3, 20);
-    if (g_bench_check(p, kernel, shape) != 0)
-        return -1;
     double mk = (double)s->m * s->k, nk = (double)s->n * s->k, mn = (double)s->m * s->n;
     double bytes = s->op == G_FP8 ? mk + nk + 2 * mn
                  : fn == (flow_fn)bf16_baseline ? 2 * mk + 2 * nk + 4 * mn
                                                 : 2 * mk + nk * (0.5 + 1.0 / MX_BLOCK) + 4 * mn;
-    double gflops = 2.0 * mk * s->n / (t.median_ms * 1e6);
-    results_row(out, CHAPTER, kernel, shape, t.median_ms, bytes / (t.median_ms * 1e6), gflops);
-    printf("%-18s %-18s %10.4f ms %9.1f GB/s %9.1f TFLOP/s\n", shape, kernel, t.median_ms,
-           bytes / (t.median_ms * 1e6), gflops / 1e3);
+    double flops = 2.0 * mk * s->n;
+    double ms = flow_time_row(&GK, p, fn, 1, out, CHAPTER, kernel, shape, bytes, flops, 3, 20);
+    if (ms < 0)
+        return -1;
+    printf("%-18s %-18s %10.4f ms %9.1f GB/s %9.1f TFLOP/s\n", shape, kernel, ms,
+           bytes / (ms * 1e6), flops / (ms * 1e9));
     fflush(stdout);
-    return t.median_ms;
+    return ms;
 }
 
 /* rows "cublaslt_fp8" and "fp8_blockscaled" at 4096^3 and 8192^3 (sm_90 only); "cublas_bf16"
@@ -1758,30 +1745,17 @@ static int bench_gemms(struct results *out, const struct device_info *info, stru
 
 /* ==== bench ========================================================================================== */
 
-struct bench_run {
-    struct qproblem *p;
-    flow_fn fn;
-};
-
-static void bench_launch(void *ctx)
-{
-    struct bench_run *b = ctx;
-    q_launch(b->p, b->fn);
-}
-
+/* one row (flow_time_row): ms and GB/s over bytes_of's bytes (the copy's: 8 bytes an element);
+ * 0, or -1 when what the rung wrote was wrong */
 static int bench_one(struct results *out, struct qproblem *p, const char *kernel, flow_fn fn)
 {
     char shape[32];
     snprintf(shape, sizeof shape, "%d", p->s.n);
-    q_poison(p);
-    struct bench_run b = { p, fn };
-    struct timing t = gpu_time(bench_launch, &b, 3, 20);
-    if (q_bench_check(p, kernel, shape) != 0)
-        return -1;
     double bytes = fn == (flow_fn)copy_bytes ? 8.0 * p->s.n : bytes_of(&p->s);
-    double gbs = bytes / (t.median_ms * 1e6);
-    results_row(out, CHAPTER, kernel, shape, t.median_ms, gbs, 0);
-    printf("%-10s %-32s %10.4f ms %9.1f GB/s\n", shape, kernel, t.median_ms, gbs);
+    double ms = flow_time_row(&QK, p, fn, 1, out, CHAPTER, kernel, shape, bytes, 0, 3, 20);
+    if (ms < 0)
+        return -1;
+    printf("%-10s %-32s %10.4f ms %9.1f GB/s\n", shape, kernel, ms, bytes / (ms * 1e6));
     fflush(stdout);
     return 0;
 }

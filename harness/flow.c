@@ -317,6 +317,21 @@ void flow_launches_of(const struct flow_kind *k, const void *shape, flow_fn fn, 
 
 /* ---- bench ---------------------------------------------------------------------------------- */
 
+double flow_time_row(const struct flow_kind *k, void *p, flow_fn fn, int check,
+                     struct results *out, const char *chapter, const char *name,
+                     const char *shape, double bytes, double flops, int warmup, int reps)
+{
+    void *one[1] = { p };
+    struct launch l = { k, one, 1, 0, fn };
+    k->poison(p);
+    struct timing t = gpu_time(run_launch, &l, warmup, reps);
+    if (check && k->bench_check(p, name, shape) != 0)
+        return -1.0;
+    double sec = t.median_ms * 1e-3;
+    results_row(out, chapter, name, shape, t.median_ms, bytes / sec / 1e9, flops / sec / 1e9);
+    return t.median_ms;
+}
+
 int flow_bench(const struct flow_bench *b, const char *path)
 {
     const struct flow_kind *k = b->kind;
@@ -348,22 +363,18 @@ int flow_bench(const struct flow_bench *b, const char *path)
             if (!is_lib && k->bench_select)
                 k->bench_select(p, b->rungs[v].arg);
             const char *name = is_lib ? b->library : b->rungs[v].name;
-            void *one[1] = { p };
-            struct launch l = { k, one, 1, 0, is_lib ? NULL : b->rungs[v].fn };
-            k->poison(p);
-            struct timing t = gpu_time(run_launch, &l, b->warmup, reps);
-            if (!is_lib && k->bench_check(p, name, shape) != 0)
+            double ms = flow_time_row(k, p, is_lib ? NULL : b->rungs[v].fn, !is_lib, &out,
+                                      b->chapter, name, shape, b->bytes(s),
+                                      b->flops ? b->flops(s) : 0.0, b->warmup, reps);
+            if (ms < 0)
                 return EXIT_FAILURE;
             if (is_lib)
-                lib_ms = t.median_ms;
-            double sec = t.median_ms * 1e-3;
-            double flops = b->flops ? b->flops(s) / sec : 0.0;
-            results_row(&out, b->chapter, name, shape, t.median_ms, b->bytes(s) / sec / 1e9,
-                        flops / 1e9);
-            printf("%-*s %-*s %10.4f %10.1f", sw, shape, nw, name, t.median_ms,
-                   b->flops ? flops / b->print_unit : b->bytes(s) / sec / 1e9);
+                lib_ms = ms;
+            double sec = ms * 1e-3;
+            printf("%-*s %-*s %10.4f %10.1f", sw, shape, nw, name, ms,
+                   b->flops ? b->flops(s) / sec / b->print_unit : b->bytes(s) / sec / 1e9);
             if (b->library_first)
-                printf(" %7.0f%%", 100.0 * lib_ms / t.median_ms);
+                printf(" %7.0f%%", 100.0 * lib_ms / ms);
             printf("\n");
             fflush(stdout);
         }

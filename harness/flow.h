@@ -191,6 +191,14 @@ struct flow_bench {
     int (*extra)(struct results *out, const struct device_info *info);
 };
 
+/* One bench row: poison p, time fn on it (NULL: the kind's library) with gpu_time, check what
+ * it wrote when check is 1 (kind->bench_check, which prints why it is wrong), then
+ * results_row with GB/s over bytes and GFLOP/s over flops (0: none). Returns the median ms, or
+ * -1 when the check failed (no row is written then). */
+double flow_time_row(const struct flow_kind *k, void *p, flow_fn fn, int check,
+                     struct results *out, const char *chapter, const char *name,
+                     const char *shape, double bytes, double flops, int warmup, int reps);
+
 /* bench_begin, then per shape a problem (kind->bench_fill), and every rung and the library:
  * bench_select (a rung's arg, or NULL), poison, gpu_time, bench_check (not the library's),
  * results_row, a line on stdout. Returns the exit status. */
