@@ -142,6 +142,24 @@ to_90a = $(subst arch=compute_90$(comma)code=$1_90,arch=compute_90a$(comma)code=
 SM90A_NVCCFLAGS := $(call to_90a,sm,$(call to_90a,compute,$(NVCCFLAGS)))
 build/cuda/%_sm90a.o: private NVCCFLAGS := $(SM90A_NVCCFLAGS)
 
+# Known-bug copies (build/mutants/) compile for the SM versions MUTANT_ARCH, by default ARCH's.
+# make test gives one: the GPU's, which it reads from the probe, else the newest of ARCH. A copy
+# exists to be judged on the GPU at hand, and compile-all has compiled every file a patch
+# changes for every ARCH; with one SM version in place of five, the known-bug kernels (some
+# two hundred) compile in a third of the time.
+MUTANT_ARCH    ?= $(ARCH)
+MUTANT_GENCODE := $(foreach a,$(MUTANT_ARCH),-gencode arch=compute_$a,code=sm_$a) \
+                  -gencode arch=compute_$(lastword $(MUTANT_ARCH)),code=compute_$(lastword $(MUTANT_ARCH))
+mutant_nvccflags = $(filter-out -gencode arch=%,$(NVCCFLAGS)) \
+                   $(if $(filter %_sm90a.o,$@),$(call to_90a,sm,$(call to_90a,compute,$(MUTANT_GENCODE))),$(MUTANT_GENCODE))
+build/cuda/.mutantflags: FORCE
+	@mkdir -p $(@D)
+	@echo '$(MUTANT_GENCODE)' | cmp -s - $@ || echo '$(MUTANT_GENCODE)' > $@
+build/cuda/build/mutants/%.o: build/mutants/%.cu build/cuda/.nvccflags build/cuda/.mutantflags
+	@mkdir -p $(@D)
+	$(NVCC) $(mutant_nvccflags) $(CU_INC) -c $< -o $@
+	$(stamp_deps)
+
 # C for either backend: the harness, the graders and their families, the project's tests. A
 # grader sees its chapter's contract header (-Ichapters/NAME: harmless for the others).
 build/cuda/%.o: %.c
