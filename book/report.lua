@@ -10,7 +10,9 @@
 --   :::                         test, verdict, message; "ladder=1" takes the rows a step (the
 --                               step column "k/n") instead
 --   ::: {.bench tsv="F"}        `grade --bench` rows (chapter, kernel, shape, ms, gbs, gflops):
---   :::                         each with its speedup over the first rung of its shape
+--   :::                         each with its speedup over the first rung of its shape, and
+--                               the SM clock and power while it ran where the rows carry them
+--                               (sm_mhz, watts)
 --   ::: {.notes file="F"}       the learner's notes, Markdown, their headings set below the
 --   :::                         report's own
 --   ::: request                 a box in the hints' colour (book/header.tex's hintbox): the
@@ -50,8 +52,9 @@ local function table_of(headers, rows, widths, aligns)
   return pandoc.utils.from_simple_table(simple)
 end
 
-local function col(header, name)
+local function col(header, name, optional)
   for i, h in ipairs(header) do if h == name then return i end end
+  if optional then return nil end
   error("report.lua: no column " .. name)
 end
 
@@ -94,6 +97,8 @@ local function bench(div)
   local header, rows, comments = read_tsv(div.attributes.tsv)
   local ck, cs, cms = col(header, "kernel"), col(header, "shape"), col(header, "ms")
   local cg, cf = col(header, "gbs"), col(header, "gflops")
+  -- the clocks while each row ran: in files written since the rows carry them
+  local cmhz, cw = col(header, "sm_mhz", true), col(header, "watts", true)
   local first = {}
   local out = {}
   for _, r in ipairs(rows) do
@@ -101,15 +106,25 @@ local function bench(div)
     if ms and not first[r[cs]] then first[r[cs]] = { ms = ms, kernel = r[ck] } end
     local base = first[r[cs]]
     local speedup = (ms and ms > 0 and base) and string.format("%.2fx over %s", base.ms / ms, base.kernel) or ""
-    out[#out + 1] = { r[ck], r[cs], r[cms], r[cg], r[cf], speedup }
+    if cmhz then
+      out[#out + 1] = { r[ck], r[cs], r[cms], r[cg], r[cf], r[cmhz], cw and r[cw] or "NA", speedup }
+    else
+      out[#out + 1] = { r[ck], r[cs], r[cms], r[cg], r[cf], speedup }
+    end
   end
   local blocks = {}
   for _, c in ipairs(comments) do
     blocks[#blocks + 1] = pandoc.Plain({ pandoc.Str((c:gsub("^#%s*", ""))) })
     blocks[#blocks + 1] = pandoc.Plain({ pandoc.LineBreak() })
   end
-  blocks[#blocks + 1] = table_of({ "kernel", "shape", "ms", "GB/s", "GFLOP/s", "speedup" }, out,
-                                 { 0.22, 0.16, 0.11, 0.11, 0.11, 0.25 })
+  if cmhz then
+    blocks[#blocks + 1] = table_of({ "kernel", "shape", "ms", "GB/s", "GFLOP/s", "SM MHz", "W",
+                                     "speedup" }, out,
+                                   { 0.20, 0.14, 0.09, 0.09, 0.10, 0.08, 0.06, 0.22 })
+  else
+    blocks[#blocks + 1] = table_of({ "kernel", "shape", "ms", "GB/s", "GFLOP/s", "speedup" }, out,
+                                   { 0.22, 0.16, 0.11, 0.11, 0.11, 0.25 })
+  end
   return blocks
 end
 

@@ -1727,16 +1727,20 @@ END_TEST
 
 static double gbs_of(double bytes, double ms) { return bytes / (ms * 1e6); }
 
-/* median of `reps` host-clock timings of fn(ctx), after one untimed run */
+/* median of `reps` host-clock timings of fn(ctx), after one untimed run. Every timed loop of
+ * the bench is bracketed by gpu_clocks_start and gpu_clocks_stop (gpu.h), so that its rows carry
+ * the SM clock and power while it ran. */
 static double time_host(void (*fn)(void *), void *ctx, int reps)
 {
     double t[16];
     fn(ctx);
+    gpu_clocks_start();
     for (int i = 0; i < reps; i++) {
         double t0 = now_ms();
         fn(ctx);
         t[i] = now_ms() - t0;
     }
+    gpu_clocks_stop();
     return median(t, reps);
 }
 
@@ -1817,11 +1821,13 @@ static void bench_memory(struct results *out, size_t bytes, int reps)
     struct upload u;
     CUDA_CHECK(upload_open(&u, h_page, bytes));
     double t[16];
+    gpu_clocks_start();
     for (int i = 0; i < reps; i++) {
         double t0 = now_ms();
         CUDA_CHECK(upload_copy(&u, d));
         t[i] = now_ms() - t0;
     }
+    gpu_clocks_stop();
     CUDA_CHECK(upload_close(&u));
     ms = median(t, reps);
     row(out, "upload_copy", shape, ms, gbs_of(bytes, ms));
@@ -1838,12 +1844,14 @@ static double bench_one(struct pipe_problem *q, size_t chunk, int k, int reps)
     CUDA_CHECK(pipeline_create(&p, chunk, k));
     double t[16];
     CUDA_CHECK(pipeline_run(&p, q->h_in, q->h_out, q->n, NULL));
+    gpu_clocks_start();
     for (int i = 0; i < reps; i++) {
         memset(q->h_out, 0xff, q->n * sizeof(int));
         double t0 = now_ms();
         CUDA_CHECK(pipeline_run(&p, q->h_in, q->h_out, q->n, NULL));
         t[i] = now_ms() - t0;
     }
+    gpu_clocks_stop();
     CUDA_CHECK(pipeline_destroy(&p));
     char msg[256];
     if (pipe_check(q, chunk, msg, sizeof msg) != 0) {
@@ -1895,7 +1903,9 @@ static int bench_pipeline(struct results *out, size_t n, int reps)
         }
     }
     size_t chunk = (gpu_times_are_real() ? SPEED_CHUNK : SPEED_CHUNK / 64);
+    gpu_clocks_start();
     struct floor_parts f = measure_floor(&q, chunk, SPEED_K);
+    gpu_clocks_stop();
     snprintf(shape, sizeof shape, "%zu", bytes);
     row(out, "part_host", shape, f.host, gbs_of(2.0 * bytes, f.host));
     row(out, "part_link", shape, f.link, gbs_of(2.0 * bytes, f.link));
@@ -1911,7 +1921,9 @@ static int bench_pipeline(struct results *out, size_t n, int reps)
         return -1;
     }
     snprintf(shape, sizeof shape, "%zu", chunk * sizeof(int));
+    gpu_clocks_start();
     f = measure_floor(&q, chunk, SPEED_K);
+    gpu_clocks_stop();
     row(out, "pinned_floor", shape, floor_of(&f), gbs_of(2.0 * bytes, floor_of(&f)));
     pipe_free(&q);
     return 0;
@@ -1926,6 +1938,7 @@ static void bench_duplex(struct results *out, size_t bytes, int reps)
     duplex_init(&x, (struct duplex_case){ bytes, bytes });
     duplex_fill(&x, &r);
     double tu[16], td[16], tb[16];
+    gpu_clocks_start();
     for (int i = -1; i < reps; i++) {
         double t0 = now_ms();
         CUDA_CHECK(exchange(x.d_up, x.h_up, x.up, NULL, NULL, 0));
@@ -1937,6 +1950,7 @@ static void bench_duplex(struct results *out, size_t bytes, int reps)
         if (i >= 0)
             tu[i] = t1 - t0, td[i] = t2 - t1, tb[i] = t3 - t2;
     }
+    gpu_clocks_stop();
     char shape[32];
     snprintf(shape, sizeof shape, "%zu", bytes);
     double mu = median(tu, reps), md = median(td, reps), mb = median(tb, reps);
@@ -1958,6 +1972,7 @@ static void bench_graph(struct results *out, int reps, int iterations)
     cudaStream_t s;
     CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     double tp[16], tg[16];
+    gpu_clocks_start();
     for (int i = -1; i < reps; i++) {
         double t0 = now_ms();
         CUDA_CHECK(plain_loop(d_a, d_b, n, iterations, s));
@@ -1967,6 +1982,7 @@ static void bench_graph(struct results *out, int reps, int iterations)
         if (i >= 0)
             tp[i] = t1 - t0, tg[i] = t2 - t1;
     }
+    gpu_clocks_stop();
     char shape[32];
     snprintf(shape, sizeof shape, "%dx%d", n, iterations);
     double mp = median(tp, reps), mg = median(tg, reps);

@@ -1256,15 +1256,19 @@ static void add_tests(Suite *s)
  * blocks (the blocks an SM of the configuration or row), warps (an SM), sms (the SMs it ran
  * on: the device's, or the slice's as granted), bytes (in flight an SM, for step 2's rows) and
  * chosen (1 on the row the launcher picks, and on the fastest row of each table: 2, or 3 when
- * both). Every result is checked after it is timed; a step whose code fails writes no row and
- * makes the bench fail. plots/09-occupancy.gp draws the calculator's rows. */
+ * both), then the SM clock and power while the row's timed loop ran (sm_mhz, watts: NA on the
+ * rows computed, not timed, as the calculator's, the knee and the prediction). Every result is
+ * checked after it is timed; a step whose code fails writes no row and makes the bench fail.
+ * plots/09-occupancy.gp draws the calculator's rows. */
 
 static void bench_row(FILE *f, const char *kernel, const char *shape, double ms, double gbs,
                       double gflops, const char *device, int blocks, int warps, int sms,
-                      double bytes, int chosen)
+                      double bytes, int chosen, const struct clocks *clocks)
 {
-    fprintf(f, "%s\t%s\t%s\t%.6g\t%.6g\t%.6g\t%s\t%d\t%d\t%d\t%.6g\t%d\n", CHAPTER, kernel, shape,
-            ms, gbs, gflops, device, blocks, warps, sms, bytes, chosen);
+    char c[64];
+    clocks_columns(clocks, c, sizeof c);
+    fprintf(f, "%s\t%s\t%s\t%.6g\t%.6g\t%.6g\t%s\t%d\t%d\t%d\t%.6g\t%d\t%s\n", CHAPTER, kernel,
+            shape, ms, gbs, gflops, device, blocks, warps, sms, bytes, chosen, c);
     fflush(f);
 }
 
@@ -1275,12 +1279,14 @@ static const int BENCH_SLICES[] = { 8, 16, 32, 64, 0 }; /* 0: all the device's S
 #define NBENCH_SLICES ((int)(sizeof BENCH_SLICES / sizeof BENCH_SLICES[0]))
 static const struct inflight SLICE_INFLIGHT = { 4, 4, 256, 2 }; /* 32 KB an SM */
 
-/* stream_sum at c over d_in, timed; 0 when the sum after timing is wrong (said on stderr) */
+/* stream_sum at c over d_in, timed (its clocks in *clocks); 0 when the sum after timing is
+ * wrong (said on stderr) */
 static double bench_stream(const float *d_in, double *d_sum, double want,
-                           const struct inflight *c)
+                           const struct inflight *c, struct clocks *clocks)
 {
     struct stream_run sr = { d_in, d_sum, c };
     struct timing t = gpu_time(run_stream, &sr, 2, 10);
+    *clocks = t.clocks;
     double got = 0.0;
     to_host(&got, d_sum, sizeof got);
     if (got != want) {
@@ -1303,7 +1309,8 @@ static int bench_inflight(FILE *f, const char *device, int sms)
     int rc = 0;
     for (int i = 0; i < NSWEEP && rc == 0; i++) {
         const struct inflight *c = &SWEEP[i];
-        double ms = bench_stream(d_in, d_sum, want, c);
+        struct clocks clocks;
+        double ms = bench_stream(d_in, d_sum, want, c, &clocks);
         if (ms <= 0) {
             rc = -1;
             break;
@@ -1315,16 +1322,20 @@ static int bench_inflight(FILE *f, const char *device, int sms)
         gbs[i] = INFLIGHT_N * sizeof(float) / (ms * 1e6);
         top = gbs[i] > top ? gbs[i] : top;
         bench_row(f, "inflight:sweep", shape, ms, gbs[i], 0, device, c->blocks_per_sm,
-                  c->blocks_per_sm * c->threads / 32, sms, bytes[i], 0);
+                  c->blocks_per_sm * c->threads / 32, sms, bytes[i], 0, &clocks);
     }
     if (rc == 0) {
+        gpu_clocks_start();
         double latency = load_latency_ns();
+        struct clocks clocks = gpu_clocks_stop();
         double knee = knee_of(bytes, gbs, NSWEEP, top, KNEE_FRACTION);
         double predicted = knee_bytes_per_sm(top, latency, sms);
-        bench_row(f, "inflight:latency", "1", latency * 1e-6, 0, 0, device, 0, 0, sms, 0, 0);
+        bench_row(f, "inflight:latency", "1", latency * 1e-6, 0, 0, device, 0, 0, sms, 0, 0,
+                  &clocks);
         bench_row(f, "inflight:knee", "80%", 0, KNEE_FRACTION * top, 0, device, 0, 0, sms, knee,
-                  0);
-        bench_row(f, "inflight:predicted", "80%", 0, top, 0, device, 0, 0, sms, predicted, 0);
+                  0, NULL);
+        bench_row(f, "inflight:predicted", "80%", 0, top, 0, device, 0, 0, sms, predicted, 0,
+                  NULL);
         printf("bench: step 2: top %.0f GB/s, knee %.1f KB an SM, predicted %.1f KB (latency "
                "%.0f ns)\n", top, knee / 1024, predicted / 1024, latency);
     }
@@ -1348,6 +1359,7 @@ static int bench_budget(FILE *f, const char *prefix, const char *device, int sms
         gemm_bench_fill(p, &r);
         const int pick = budget_choose(sh->m, sh->k, sh->n);
         double ms[MAX_ROWS];
+        struct clocks clocks[MAX_ROWS];
         int blocks[MAX_ROWS], best = -1;
         for (int i = 0; i < nrows() && rc == 0; i++) {
             ms[i] = 0;
@@ -1356,7 +1368,9 @@ static int bench_budget(FILE *f, const char *prefix, const char *device, int sms
                 continue; /* a row this device cannot run */
             struct gemm_run run = { p, (flow_fn)BUDGET_CONFIGS[i].launch };
             gemm_poison(p);
-            ms[i] = gpu_time(run_gemm, &run, 2, 10).median_ms;
+            struct timing t = gpu_time(run_gemm, &run, 2, 10);
+            ms[i] = t.median_ms;
+            clocks[i] = t.clocks;
             snprintf(kernel, sizeof kernel, "%s:%s", prefix, BUDGET_CONFIGS[i].name);
             if (gemm_bench_check(p, kernel, shape) != 0)
                 rc = -1;
@@ -1368,7 +1382,7 @@ static int bench_budget(FILE *f, const char *prefix, const char *device, int sms
                 snprintf(kernel, sizeof kernel, "%s:%s", prefix, BUDGET_CONFIGS[i].name);
                 bench_row(f, kernel, shape, ms[i], 0, gemm_rate(*sh, ms[i], 1e9), device,
                           blocks[i], blocks[i] * BUDGET_CONFIGS[i].threads / 32, sms, 0,
-                          (i == pick) + 2 * (i == best));
+                          (i == pick) + 2 * (i == best), &clocks[i]);
             }
         if (rc == 0 && best < 0) {
             fprintf(stderr, "bench: no row of BUDGET_CONFIGS runs here\n");
@@ -1377,14 +1391,15 @@ static int bench_budget(FILE *f, const char *prefix, const char *device, int sms
         if (rc == 0) {
             struct gemm_run run = { p, (flow_fn)matmul_budget };
             gemm_poison(p);
-            double t = gpu_time(run_gemm, &run, 2, 10).median_ms;
+            struct timing tc = gpu_time(run_gemm, &run, 2, 10);
+            double t = tc.median_ms;
             snprintf(kernel, sizeof kernel, "%s:chosen", prefix);
             if (gemm_bench_check(p, kernel, shape) != 0 || pick < 0) {
                 rc = -1;
             } else {
                 const struct budget_config *c = &BUDGET_CONFIGS[pick];
                 bench_row(f, kernel, shape, t, 0, gemm_rate(*sh, t, 1e9), device,
-                          blocks[pick], blocks[pick] * c->threads / 32, sms, 0, 1);
+                          blocks[pick], blocks[pick] * c->threads / 32, sms, 0, 1, &tc.clocks);
                 printf("bench: %s at %s on %d SMs: picks %s, %.2f ms; fastest %s, %.2f ms\n",
                        prefix, shape, sms, c->name, t, BUDGET_CONFIGS[best].name, ms[best]);
             }
@@ -1424,12 +1439,13 @@ static int bench_rungs(FILE *f, void *p, const char *device, int sms)
     for (int i = 0; i < n; i++) {
         struct gemm_run run = { p, rungs[i].fn };
         gemm_poison(p);
-        double ms = gpu_time(run_gemm, &run, 1, RUNG_REPS).median_ms;
+        struct timing t = gpu_time(run_gemm, &run, 1, RUNG_REPS);
+        double ms = t.median_ms;
         snprintf(kernel, sizeof kernel, "slice:rung:%s", rungs[i].name);
         if (gemm_bench_check(p, kernel, shape) != 0)
             return -1;
         bench_row(f, kernel, shape, ms, 0, gemm_rate(RUNG_GEMM, ms, 1e9), device, 0, 0, sms, 0,
-                  0);
+                  0, &t.clocks);
         printf("bench: %s on %d SMs: %.1f TFLOP/s\n", kernel, sms,
                gemm_rate(RUNG_GEMM, ms, 1e12));
     }
@@ -1462,21 +1478,23 @@ static int bench_slices(FILE *f, const char *device, int device_sms)
         }
         char shape[64];
         snprintf(shape, sizeof shape, "%zu", SLICE_COPY_N);
+        gpu_clocks_start();
         double ms = time_slice_copy(s.stream, d_in, d_out);
+        struct clocks clocks = gpu_clocks_stop();
         bench_row(f, "slice:copy", shape, ms, 2.0 * SLICE_COPY_N * sizeof(float) / (ms * 1e6),
-                  0, device, 0, 0, s.sms, 0, 0);
+                  0, device, 0, 0, s.sms, 0, 0, &clocks);
         slice_enter(&s);
         int seen = slice_current_sms();
         if (seen != s.sms)
             fprintf(stderr, "bench: inside a slice of %d SMs its context reports %d\n", s.sms,
                     seen);
-        ms = bench_stream(d_in, d_sum, want, &SLICE_INFLIGHT);
+        ms = bench_stream(d_in, d_sum, want, &SLICE_INFLIGHT, &clocks);
         if (ms > 0) {
             snprintf(shape, sizeof shape, "%zu", INFLIGHT_N);
             bench_row(f, "slice:inflight", shape, ms, INFLIGHT_N * sizeof(float) / (ms * 1e6),
                       0, device, SLICE_INFLIGHT.blocks_per_sm,
                       SLICE_INFLIGHT.blocks_per_sm * SLICE_INFLIGHT.threads / 32, s.sms,
-                      inflight_bytes_per_sm(&SLICE_INFLIGHT), 0);
+                      inflight_bytes_per_sm(&SLICE_INFLIGHT), 0, &clocks);
         } else {
             rc = -1;
         }
@@ -1520,7 +1538,8 @@ static int bench(const char *path)
                "(cuda_occupancy.h) on the limits of chapters/09-occupancy/devices.cu, computed, "
                "not measured%s\n"
                "chapter\tkernel\tshape\tms\tgbs\tgflops\tdevice\tblocks\twarps\tsms\tbytes"
-               "\tchosen\n", on_gpu ? "; the rest measured on the device above" : "");
+               "\tchosen\t" RESULTS_CLOCK_COLUMNS "\n",
+               on_gpu ? "; the rest measured on the device above" : "");
     for (int i = 0; i < OCC_NUM_DEVICES; i++) {
         const struct occ_device *d = &OCC_DEVICES[i];
         for (int regs = 16; regs <= 256; regs += 8) {
@@ -1532,7 +1551,7 @@ static int bench(const char *path)
             snprintf(kernel, sizeof kernel, "occupancy:%s", OCC_DEVICE_KEYS[i]);
             snprintf(shape, sizeof shape, "256x%d", r);
             bench_row(f, kernel, shape, 0, 0, 0, d->name, blocks, blocks * 256 / d->warp_size,
-                      d->sms, 0, 0);
+                      d->sms, 0, 0, NULL);
         }
     }
     int rc = 0;

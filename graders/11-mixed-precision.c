@@ -1761,9 +1761,12 @@ static int bench_one(struct results *out, struct qproblem *p, const char *kernel
 }
 
 /* The formats' ranges, computed from their definitions (the tables above): one row each,
- * kernel "format:NAME", ms, gbs and gflops 0, and three more columns: log2 of the smallest
- * positive value, log2 of the largest finite one, and the bits an element takes with its
- * share of the scales. A microscaled format's range is its element's times its scale's. */
+ * kernel "format:NAME", ms, gbs and gflops 0, and three more columns (FORMAT_COLUMNS): log2 of
+ * the smallest positive value, log2 of the largest finite one, and the bits an element takes
+ * with its share of the scales; the clocks NA, nothing having run. A microscaled format's range
+ * is its element's times its scale's. The timed rows hold NA in the three. */
+#define FORMAT_COLUMNS "lo_log2\thi_log2\tbits"
+
 static void format_rows(FILE *f, const char *device)
 {
     formats_init();
@@ -1784,7 +1787,7 @@ static void format_rows(FILE *f, const char *device)
         { "nvfp4", s2 + s4, e2 + e4, 4 + 8.0 / NVFP4_BLOCK },
     };
     for (size_t i = 0; i < sizeof ROWS / sizeof ROWS[0]; i++)
-        fprintf(f, "%s\tformat:%s\trange\t0\t0\t0\t%s\t%.4f\t%.4f\t%.4f\n", CHAPTER,
+        fprintf(f, "%s\tformat:%s\trange\t0\t0\t0\t%s\t%.4f\t%.4f\t%.4f\tNA\tNA\n", CHAPTER,
                 ROWS[i].name, device, ROWS[i].lo, ROWS[i].hi, ROWS[i].bits);
 }
 
@@ -1798,7 +1801,8 @@ static int bench_formats_only(const char *path)
     }
     fprintf(f, "# what: the formats' ranges, computed from their definitions by "
                "graders/11-mixed-precision.c; nothing measured\n"
-               "chapter\tkernel\tshape\tms\tgbs\tgflops\tdevice\tlo_log2\thi_log2\tbits\n");
+               "chapter\tkernel\tshape\tms\tgbs\tgflops\tdevice\t" FORMAT_COLUMNS "\t"
+               RESULTS_CLOCK_COLUMNS "\n");
     format_rows(f, "computed");
     if (fclose(f) != 0) {
         perror(path);
@@ -1817,7 +1821,7 @@ static int bench(const char *path)
     struct results out;
     if (!gpu_times_are_real())
         return bench_formats_only(path);
-    if (bench_begin(path, &out, &info) != 0)
+    if (bench_begin_extra(path, FORMAT_COLUMNS, &out, &info) != 0)
         return EXIT_FAILURE;
     struct rng r;
     rng_init(&r, harness_seed());

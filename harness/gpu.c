@@ -8,6 +8,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifndef HARNESS_EMU
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
+#endif
 
 #include "cuda_check.h"
 #include "harness.h"
@@ -271,6 +278,220 @@ void gpu_sync(void)
     CUDA_CHECK(cudaGetLastError());
 }
 
+/* ---- clocks: NVML, loaded at run time ------------------------------------------------------ */
+
+#ifndef HARNESS_EMU
+/* The few declarations of the driver's nvml.h used here (the toolkit does not always ship the
+ * header): every call returns 0 (NVML_SUCCESS) or an error code; a device is an opaque handle. */
+typedef int nvml_return;
+typedef struct nvml_device_st *nvml_device;
+#define NVML_CLOCK_SM 1
+#define NVML_FI_DEV_POWER_INSTANT 186
+struct nvml_field_value {           /* nvmlFieldValue_t */
+    unsigned field_id, scope_id;
+    long long timestamp, latency_usec;
+    int value_type;                 /* nvmlValueType_t: 0 double, 1 unsigned, 2 unsigned long,
+                                     * 3 unsigned long long, 4 long long, 5 int, 6 short */
+    nvml_return ret;
+    union { double d; unsigned ui; unsigned long ul; unsigned long long ull; long long sll;
+            int si; unsigned short us; } value;
+};
+
+static struct {
+    int tried, ok;
+    pid_t pid;                      /* the process that initialised NVML */
+    int device;                     /* the CUDA device whose handle `dev` is; -1: none */
+    nvml_device dev;
+    int instant;                    /* NVML_FI_DEV_POWER_INSTANT answers: 1, no: 0, untried: -1 */
+    nvml_return (*init)(void);
+    nvml_return (*shutdown)(void);
+    nvml_return (*by_bus_id)(const char *bus_id, nvml_device *dev);
+    nvml_return (*clock)(nvml_device dev, int type, unsigned *mhz);
+    nvml_return (*power)(nvml_device dev, unsigned *milliwatts);
+    nvml_return (*fields)(nvml_device dev, int n, struct nvml_field_value *values);
+} nvml = { .device = -1, .instant = -1 };
+
+static void nvml_close(void)
+{
+    if (getpid() == nvml.pid) /* not in a child forked after: the library is its parent's */
+        nvml.shutdown();
+}
+
+/* 1 when NVML answers for the current CUDA device (its handle in nvml.dev), else 0: no driver
+ * library, a library without these calls, a device it does not know */
+static int nvml_open(void)
+{
+    if (!nvml.tried) {
+        nvml.tried = 1;
+        void *lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+        if (!lib)
+            return 0;
+        /* a data pointer from dlsym cast to a function pointer: what POSIX promises works */
+        nvml.init = (nvml_return (*)(void))dlsym(lib, "nvmlInit_v2");
+        nvml.shutdown = (nvml_return (*)(void))dlsym(lib, "nvmlShutdown");
+        nvml.by_bus_id = (nvml_return (*)(const char *, nvml_device *))
+            dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2");
+        nvml.clock = (nvml_return (*)(nvml_device, int, unsigned *))
+            dlsym(lib, "nvmlDeviceGetClockInfo");
+        nvml.power = (nvml_return (*)(nvml_device, unsigned *))
+            dlsym(lib, "nvmlDeviceGetPowerUsage");
+        nvml.fields = (nvml_return (*)(nvml_device, int, struct nvml_field_value *))
+            dlsym(lib, "nvmlDeviceGetFieldValues");
+        if (!nvml.init || !nvml.shutdown || !nvml.by_bus_id || !nvml.clock || !nvml.power ||
+            nvml.init() != 0) {
+            dlclose(lib);
+            return 0;
+        }
+        nvml.pid = getpid();
+        atexit(nvml_close);
+        nvml.ok = 1;
+    }
+    /* a process forked after NVML was initialised shares its parent's handles: not sampled */
+    if (!nvml.ok || getpid() != nvml.pid)
+        return 0;
+    int d;
+    if (cudaGetDevice(&d) != cudaSuccess)
+        return 0;
+    if (d != nvml.device) {
+        char bus_id[32];
+        nvml.device = -1;
+        if (cudaDeviceGetPCIBusId(bus_id, (int)sizeof bus_id, d) != cudaSuccess ||
+            nvml.by_bus_id(bus_id, &nvml.dev) != 0)
+            return 0;
+        nvml.device = d;
+    }
+    return 1;
+}
+
+/* the board's power now, in W: the instantaneous field where the driver has it, else
+ * nvmlDeviceGetPowerUsage; -1 when neither answers */
+static double nvml_watts(void)
+{
+    if (nvml.instant != 0 && nvml.fields) {
+        /* once the instantaneous field has answered, a reading it misses is missed, not taken
+         * from the averaged one */
+        struct nvml_field_value v;
+        memset(&v, 0, sizeof v);
+        v.field_id = NVML_FI_DEV_POWER_INSTANT;
+        if (nvml.fields(nvml.dev, 1, &v) == 0 && v.ret == 0) {
+            double mw = -1;
+            switch (v.value_type) {
+            case 0: mw = v.value.d; break;
+            case 1: mw = v.value.ui; break;
+            case 2: mw = (double)v.value.ul; break;
+            case 3: mw = (double)v.value.ull; break;
+            case 4: mw = (double)v.value.sll; break;
+            case 5: mw = v.value.si; break;
+            case 6: mw = v.value.us; break;
+            }
+            if (mw >= 0) {
+                nvml.instant = 1;
+                return mw / 1000.0;
+            }
+        }
+        if (nvml.instant > 0)
+            return -1;
+        nvml.instant = 0; /* never answered: the averaged reading from now on */
+    }
+    unsigned mw;
+    return nvml.power(nvml.dev, &mw) == 0 ? mw / 1000.0 : -1;
+}
+
+/* The sampler: its thread reads both every GPU_CLOCKS_PERIOD_MS until told to stop, then once
+ * more. The readings grow in place (the thread alone writes them until it is joined). */
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    int ready, running, stop;
+    pthread_t thread;
+    double *mhz, *watts;
+    int n, nw, cap;
+} sampler = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void sample_once(void)
+{
+    if (sampler.n == sampler.cap || sampler.nw == sampler.cap) {
+        int cap = sampler.cap ? 2 * sampler.cap : 1024;
+        double *m = realloc(sampler.mhz, (size_t)cap * sizeof *m);
+        if (m)
+            sampler.mhz = m;
+        double *w = realloc(sampler.watts, (size_t)cap * sizeof *w);
+        if (w)
+            sampler.watts = w;
+        if (!m || !w)
+            return; /* no room: this reading is lost, the ones before it stand */
+        sampler.cap = cap;
+    }
+    unsigned mhz;
+    if (nvml.clock(nvml.dev, NVML_CLOCK_SM, &mhz) == 0)
+        sampler.mhz[sampler.n++] = mhz;
+    double w = nvml_watts();
+    if (w >= 0)
+        sampler.watts[sampler.nw++] = w;
+}
+
+static void *sampler_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&sampler.lock);
+    for (;;) {
+        sample_once(); /* the first at the start, the last after the stop */
+        if (sampler.stop)
+            break;
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_nsec += GPU_CLOCKS_PERIOD_MS * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        while (!sampler.stop &&
+               pthread_cond_timedwait(&sampler.wake, &sampler.lock, &until) != ETIMEDOUT)
+            ;
+    }
+    pthread_mutex_unlock(&sampler.lock);
+    return NULL;
+}
+#endif
+
+void gpu_clocks_start(void)
+{
+#ifndef HARNESS_EMU
+    if (sampler.running || !nvml_open())
+        return;
+    if (!sampler.ready) {
+        pthread_condattr_t a;
+        pthread_condattr_init(&a);
+        pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+        pthread_cond_init(&sampler.wake, &a);
+        pthread_condattr_destroy(&a);
+        sampler.ready = 1;
+    }
+    sampler.n = sampler.nw = 0;
+    sampler.stop = 0;
+    sampler.running = pthread_create(&sampler.thread, NULL, sampler_main, NULL) == 0;
+#endif
+}
+
+struct clocks gpu_clocks_stop(void)
+{
+    struct clocks c;
+    memset(&c, 0, sizeof c);
+#ifndef HARNESS_EMU
+    if (sampler.running) {
+        pthread_mutex_lock(&sampler.lock);
+        sampler.stop = 1;
+        pthread_cond_signal(&sampler.wake);
+        pthread_mutex_unlock(&sampler.lock);
+        pthread_join(sampler.thread, NULL);
+        sampler.running = 0;
+        c = clocks_summary(sampler.mhz, sampler.n, sampler.watts, sampler.nw);
+    }
+#endif
+    results_set_clocks(&c);
+    return c;
+}
+
 /* ---- timing ----------------------------------------------------------------------------- */
 
 struct timing gpu_time(void (*fn)(void *ctx), void *ctx, int warmup, int reps)
@@ -297,6 +518,7 @@ struct timing gpu_time(void (*fn)(void *ctx), void *ctx, int warmup, int reps)
         perror("malloc");
         exit(EXIT_FAILURE);
     }
+    gpu_clocks_start();
     for (int i = 0; i < reps; i++) {
         CUDA_CHECK(cudaMemsetAsync(d_flush, i & 0xFF, flush_bytes, 0));
         CUDA_CHECK(cudaEventRecord(start, 0));
@@ -307,9 +529,10 @@ struct timing gpu_time(void (*fn)(void *ctx), void *ctx, int warmup, int reps)
         CUDA_CHECK(cudaEventElapsedTime(&t, start, stop));
         ms[i] = t;
     }
+    struct clocks clocks = gpu_clocks_stop();
     CUDA_CHECK(cudaGetLastError());
 
-    struct timing r = { 0, ms[0], ms[0], reps };
+    struct timing r = { 0, ms[0], ms[0], reps, clocks };
     for (int i = 1; i < reps; i++) {
         if (ms[i] < r.min_ms) r.min_ms = ms[i];
         if (ms[i] > r.max_ms) r.max_ms = ms[i];

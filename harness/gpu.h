@@ -3,6 +3,7 @@
  *   device    which backend and device answered, and what it is
  *   buffers   device buffers poisoned with NaN and wrapped in guard zones
  *   timing    CUDA-event timing: warm-up, L2 flushed before each run, median of many
+ *   clocks    the SM clock and the board's power, sampled through NVML while the timed runs ran
  *
  * Everything here exits with a message on a CUDA error (CUDA_CHECK): a grader test runs in a
  * forked child, so that fails the one test and the grade goes on. Never call any of this in a
@@ -11,6 +12,8 @@
 #define GPU_H
 
 #include <stddef.h>
+
+#include "harness.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -90,12 +93,34 @@ void gpu_sync(void);
 struct timing {
     double median_ms, min_ms, max_ms;
     int reps;
+    struct clocks clocks;     /* the SM clock and power while the timed runs ran */
 };
 
 /* Time fn(ctx) with CUDA events: `warmup` untimed runs, then `reps` timed runs, each after
  * the L2 has been flushed by writing a buffer twice its size, so that every run reads its
- * inputs from device memory. Returns the median; every launch is checked. */
+ * inputs from device memory. Returns the median; every launch is checked. The timed runs are
+ * bracketed by gpu_clocks_start and gpu_clocks_stop: the timing carries their clocks, and so
+ * do the results rows written after it (results_row). */
 struct timing gpu_time(void (*fn)(void *ctx), void *ctx, int warmup, int reps);
+
+/* ---- clocks ----------------------------------------------------------------------------- */
+
+/* Sample the current device's SM clock and board power through NVML on a helper thread: once
+ * at gpu_clocks_start, every GPU_CLOCKS_PERIOD_MS after, and once at gpu_clocks_stop, which
+ * returns their summary and makes it the stamp of the results rows that follow
+ * (results_set_clocks). A bench that times a loop without gpu_time brackets it with these two.
+ * One window at a time.
+ *
+ * The clock is nvmlDeviceGetClockInfo(NVML_CLOCK_SM). The power is the board's instantaneous
+ * draw (the field NVML_FI_DEV_POWER_INSTANT), or where the driver lacks that field
+ * nvmlDeviceGetPowerUsage, which on Ampere and newer is an average over the last second: over
+ * a loop of a few ms that mostly says what ran before it. NVML is loaded when first needed
+ * (dlopen of the driver's libnvidia-ml.so.1): nothing is linked, and where it is missing or
+ * does not answer for this device, as on the CPU backend, the summary says "not sampled"
+ * (samples 0) and the rows NA. */
+#define GPU_CLOCKS_PERIOD_MS 2
+void gpu_clocks_start(void);
+struct clocks gpu_clocks_stop(void);
 
 #ifdef __cplusplus
 }

@@ -1259,13 +1259,19 @@ int measure_begin(const char *mode, struct device_info *info)
     return 0;
 }
 
-int bench_begin(const char *path, struct results *out, struct device_info *info)
+int bench_begin_extra(const char *path, const char *extra, struct results *out,
+                      struct device_info *info)
 {
     if (measure_begin("bench", info) != 0)
         return -1;
-    if (results_open(out, path, info->name, info->driver) != 0) {
+    if (results_open_extra(out, path, info->name, info->driver, extra) != 0) {
         perror(path);
         return -1;
     }
     return 0;
+}
+
+int bench_begin(const char *path, struct results *out, struct device_info *info)
+{
+    return bench_begin_extra(path, NULL, out, info);
 }

@@ -194,5 +194,8 @@ int measure_begin(const char *mode, struct device_info *info);
 /* The start of every bench: measure_begin, then path opened for results. Returns 0, or prints
  * why and returns -1. */
 int bench_begin(const char *path, struct results *out, struct device_info *info);
+/* The same for a bench that adds columns of its own after device (results_open_extra). */
+int bench_begin_extra(const char *path, const char *extra, struct results *out,
+                      struct device_info *info);
 
 #endif

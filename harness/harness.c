@@ -295,6 +295,37 @@ double median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* ---- clocks ----------------------------------------------------------------------------- */
+
+struct clocks clocks_summary(double *sm_mhz, int n, const double *watts, int nw)
+{
+    struct clocks c = { 0, NAN, NAN, NAN, 0, NAN };
+    if (n > 0) {
+        c.samples = n;
+        c.sm_mhz = median(sm_mhz, n); /* sorted now: the ends are the extremes */
+        c.sm_mhz_min = sm_mhz[0];
+        c.sm_mhz_max = sm_mhz[n - 1];
+    }
+    if (nw > 0) {
+        double sum = 0.0;
+        for (int i = 0; i < nw; i++)
+            sum += watts[i];
+        c.power_samples = nw;
+        c.watts = sum / nw;
+    }
+    return c;
+}
+
+void clocks_columns(const struct clocks *c, char *buf, size_t len)
+{
+    char mhz[32] = "NA", w[32] = "NA";
+    if (c && c->samples > 0)
+        snprintf(mhz, sizeof mhz, "%.0f", c->sm_mhz);
+    if (c && c->power_samples > 0)
+        snprintf(w, sizeof w, "%.0f", c->watts);
+    snprintf(buf, len, "%s\t%s", mhz, w);
+}
+
 /* ---- results ---------------------------------------------------------------------------- */
 
 static int mkdir_parents(const char *path)
@@ -315,7 +346,19 @@ static int mkdir_parents(const char *path)
     return 0;
 }
 
-int results_open(struct results *r, const char *path, const char *device, const char *driver)
+/* the clocks the next rows are stamped with: those of the last timed loop */
+static struct clocks row_clocks;
+
+void results_set_clocks(const struct clocks *c)
+{
+    if (c)
+        row_clocks = *c;
+    else
+        memset(&row_clocks, 0, sizeof row_clocks);
+}
+
+int results_open_extra(struct results *r, const char *path, const char *device,
+                       const char *driver, const char *extra)
 {
     if (mkdir_parents(path) != 0)
         return -1;
@@ -323,19 +366,36 @@ int results_open(struct results *r, const char *path, const char *device, const 
     if (!r->f)
         return -1;
     snprintf(r->device, sizeof r->device, "%s", device);
+    r->extra = 0;
+    if (extra && *extra) {
+        r->extra = 1;
+        for (const char *p = extra; *p; p++)
+            r->extra += *p == '\t';
+    }
     char date[32];
     time_t now = time(NULL);
     strftime(date, sizeof date, "%Y-%m-%d", gmtime(&now));
     fprintf(r->f, "# device: %s\n# driver: %s\n# date: %s\n", device, driver, date);
-    fprintf(r->f, "chapter\tkernel\tshape\tms\tgbs\tgflops\tdevice\n");
+    fprintf(r->f, "chapter\tkernel\tshape\tms\tgbs\tgflops\tdevice\t%s%s%s\n",
+            r->extra ? extra : "", r->extra ? "\t" : "", RESULTS_CLOCK_COLUMNS);
     return 0;
+}
+
+int results_open(struct results *r, const char *path, const char *device, const char *driver)
+{
+    return results_open_extra(r, path, device, driver, NULL);
 }
 
 void results_row(struct results *r, const char *chapter, const char *kernel, const char *shape,
                  double ms, double gbs, double gflops)
 {
-    fprintf(r->f, "%s\t%s\t%s\t%.6g\t%.6g\t%.6g\t%s\n", chapter, kernel, shape, ms, gbs, gflops,
+    char clocks[64];
+    clocks_columns(&row_clocks, clocks, sizeof clocks);
+    fprintf(r->f, "%s\t%s\t%s\t%.6g\t%.6g\t%.6g\t%s", chapter, kernel, shape, ms, gbs, gflops,
             r->device);
+    for (int i = 0; i < r->extra; i++)
+        fputs("\tNA", r->f);
+    fprintf(r->f, "\t%s\n", clocks);
     fflush(r->f);
 }
 

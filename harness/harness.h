@@ -7,7 +7,10 @@
  *   compare   got (fp32) against a double-precision reference, NaN-aware, with the first
  *             mismatches and where the wrong elements sit (for hints)
  *   stats     median of repeated timings
- *   results   tab-separated rows: chapter, kernel, shape, ms, GB/s, GFLOP/s, device
+ *   clocks    the SM clock and power sampled while a timed loop ran, summarised
+ *   results   tab-separated rows: chapter, kernel, shape, ms, GB/s, GFLOP/s, device, then a
+ *             chapter's own columns if any, then the SM clock and the power while the row's
+ *             timed loop ran (sm_mhz, watts)
  */
 #ifndef HARNESS_H
 #define HARNESS_H
@@ -95,19 +98,54 @@ double fp32_dot_rtol(int k);
 /* Median of n values (n >= 1); v is reordered. */
 double median(double *v, int n);
 
+/* ---- clocks ----------------------------------------------------------------------------- */
+
+/* What the SM clock and the board's power were while a timed loop ran: gpu.h's gpu_time samples
+ * them on a GPU (gpu_clocks_start), and every results row carries the summary. */
+struct clocks {
+    int samples;                            /* readings of the SM clock; 0: not sampled */
+    double sm_mhz, sm_mhz_min, sm_mhz_max;  /* their median, lowest and highest, MHz */
+    int power_samples;                      /* readings of the power; 0: not read */
+    double watts;                           /* their mean, W */
+};
+
+/* The summary of n readings of the SM clock (MHz; reordered) and nw of the power (W). Either
+ * count may be 0: that half then says "not sampled". */
+struct clocks clocks_summary(double *sm_mhz, int n, const double *watts, int nw);
+
 /* ---- results ---------------------------------------------------------------------------- */
+
+/* The last two columns of every results row: the median SM clock (MHz) and the mean power (W)
+ * sampled while the row's timed loop ran, or NA where nothing was sampled (the CPU backend, a
+ * machine without NVML, a row computed rather than timed). A chapter that writes rows of its
+ * own ends its header with RESULTS_CLOCK_COLUMNS and each row with clocks_columns. */
+#define RESULTS_CLOCK_COLUMNS "sm_mhz\twatts"
+
+/* "1980\t402" for c, or "NA\tNA" (c NULL or not sampled); each half NA alone when only it is
+ * missing. */
+void clocks_columns(const struct clocks *c, char *buf, size_t len);
 
 struct results {
     FILE *f;
     char device[128];
+    int extra;      /* the chapter's own columns between device and sm_mhz (results_open_extra) */
 };
 
 /* Open a results file and write its header: comment lines with device, driver and date, then
- * the column names. Creates the parent directory. Returns 0, or -1 with errno set. */
+ * the column names (chapter kernel shape ms gbs gflops device sm_mhz watts). Creates the parent
+ * directory. Returns 0, or -1 with errno set. */
 int results_open(struct results *r, const char *path, const char *device, const char *driver);
+/* The same with a chapter's own columns after device, named by `extra` ("lo_log2\thi_log2",
+ * NULL or "" for none); results_row writes NA in them, the chapter writes its own rows. */
+int results_open_extra(struct results *r, const char *path, const char *device,
+                       const char *driver, const char *extra);
+/* A row, stamped with the clocks that results_set_clocks last set (gpu_time sets them at the end
+ * of every timed loop). */
 void results_row(struct results *r, const char *chapter, const char *kernel, const char *shape,
                  double ms, double gbs, double gflops);
 int results_close(struct results *r);
+/* The clocks the rows that follow are stamped with (copied); NULL: not sampled. */
+void results_set_clocks(const struct clocks *c);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,9 @@
 # style.gp: what every chapter's plot shares. Each script is run as
 #   gnuplot -e "data='plots/data/h200/NN.tsv'; out='build/plots/NN.pdf'" plots/NN.gp
-# on the rows that `make bench` writes: chapter, kernel, shape, ms, gbs, gflops, device.
+# on the rows that `make bench` writes: chapter, kernel, shape, ms, gbs, gflops, device, then
+# a chapter's own columns if any, then sm_mhz and watts (the SM clock and power while the row
+# ran; files written before the rows carried them end at device or at the chapter's columns).
+# Columns are named by number here, and the new ones come last, so both kinds plot alike.
 
 set terminal pdfcairo size 6in,2.6in font "Latin Modern Roman,9" fontscale 0.8 enhanced
 set output out

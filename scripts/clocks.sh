@@ -2,8 +2,11 @@
 # clocks.sh FILE COMMAND...: run COMMAND (a bench writing FILE) while nvidia-smi samples the SM
 # clock and the board power every 100 ms, then add to FILE's header the line
 #   # clocks: SM 1980 MHz median (1755-1980) over 412 samples while it ran; power 402 W mean
-# so that a measurement carries the clocks it was taken at. Without nvidia-smi, the line says
-# so. Exit status: COMMAND's.
+# so that a measurement carries the clocks it was taken at. This is the whole run's view, set-up
+# and idle gaps included; each row of a grader's bench carries its own in its last two columns,
+# sm_mhz and watts, sampled through NVML while that row's timed loop ran (harness/gpu.h,
+# gpu_clocks_start), since one run can hold rows at 1980 MHz and rows power-capped at 1410.
+# Without nvidia-smi, the line says so. Exit status: COMMAND's.
 set -uo pipefail
 file=${1:?usage: scripts/clocks.sh FILE COMMAND...}
 shift

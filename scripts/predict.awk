@@ -5,7 +5,9 @@
 # CEILINGS.tsv is plots/data/h200/ceilings.tsv (name, value, unit, source); COUNTS.tsv the
 # CPU backend's counts of each rung at a small shape (chapter, rung, bench shape, small
 # shape, threads a block, then a profile driver's --tsv row); the BENCH files the committed
-# benches (chapter kernel shape ms gbs gflops device). For every bench row whose rung has
+# benches (chapter kernel shape ms gbs gflops device, and in files written since rows carry
+# them sm_mhz and watts). The SM clock of a row is its own sm_mhz where it has one, else its
+# file's "# clocks:" line's median, else the ceilings' clock. For every bench row whose rung has
 # counts (chapters 01 to 04) or is a graded rung of chapter 05, it prints
 #     chapter  rung  shape  predicted_ms  measured_ms  ratio  bound  roofline_ms  roofline_ratio
 # (ratio = predicted / measured), then the median absolute error |predicted - measured| /
@@ -56,14 +58,15 @@ FILENAME == ARGV[2] {
 }
 
 FNR == 1 {
-    clock = ceil["clock"] * 1e6
+    clock = ceil["clock"] * 1e6; mhz_col = 0
     if (!("sms" in ceil) || !clock || !ceil["dram"]) {
         print "predict: the ceilings table lacks sms, clock or dram" > "/dev/stderr"
         bad = 1; exit 1
     }
 }
 /^# clocks: SM [0-9]+ MHz/ { split($0, cw, " "); clock = cw[4] * 1e6; next }
-/^#/ || $1 == "chapter" { next }
+/^#/ { next }
+$1 == "chapter" { for (i = 1; i <= NF; i++) if ($i == "sm_mhz") mhz_col = i; next }
 
 function c(name) { return cnt[key, col[name]] }
 function product(shape,    d, n, i, p) {
@@ -79,6 +82,7 @@ $2 == "cublas" { lib[$1, "cublas", $3] = $4 }
 
 {
     ch = $1; rung = $2; shape = $3; ms = $4 + 0
+    row_clock = (mhz_col && $mhz_col ~ /^[0-9.]+$/ && $mhz_col > 0) ? $mhz_col * 1e6 : clock
     key = ch SUBSEP rung SUBSEP shape
     bytes = $5 * ms * 1e6; flops = $6 * ms * 1e6
     sms = ceil["sms"]
@@ -101,7 +105,7 @@ $2 == "cublas" { lib[$1, "cublas", $3] = $4 }
         blocks = blocks < 1 ? 1 : blocks
         waves = int(blocks / sms); if (waves < blocks / sms) waves++
         used = blocks / waves; if (used > sms) used = sms
-        rate = used * clock
+        rate = used * row_clock
         gld_req = c("gld_requests") * scale; gld_sec = c("gld_sectors") * scale
         gst_req = c("gst_requests") * scale; gst_sec = c("gst_sectors") * scale
         wl = c("global_load_width"); ws = c("global_store_width")
@@ -121,7 +125,7 @@ $2 == "cublas" { lib[$1, "cublas", $3] = $4 }
         if (scattered) term("l2_store", gst_sec / (ceil["l2_store"] * 1e9))
         term("atomic", c("global_atomic_ops") * scale / (ceil["atomic"] * 1e6))
         term("launch", c("launches") * ceil["launch"] / 1e6)
-        peak = 2 * ceil["fp32_fma"] * sms * clock
+        peak = 2 * ceil["fp32_fma"] * sms * row_clock
     }
     roof = bytes / (ceil["dram"] * 1e9)
     if (flops / peak > roof) roof = flops / peak

@@ -6,8 +6,10 @@
 # bench runs once more (one run for all of a file's slower rows) and a row is flagged only when
 # the second measurement is slower too:
 #     SLOWER  chapter  kernel  shape  committed ms -> fresh ms (+x%), re-measured ms (+y%)
-# with the clocks of every run (their files' "# clocks:" lines) beside it, since a lower clock
-# alone makes a row slower. A row the second run finds within the tolerance is printed as
+# with the clocks of every run beside it, since a lower clock alone makes a row slower: the SM
+# clock and power sampled while the row itself ran (its sm_mhz and watts columns) where both the
+# committed and the fresh row carry them, else each file's "# clocks:" line (scripts/clocks.sh),
+# the whole run's. A row the second run finds within the tolerance is printed as
 # "noise" and not flagged; one the second run could not measure is flagged on the first
 # measurement alone, and says so. A row the committed file lacks is reported as new, one no
 # committed file of its device holds at all as unmatched. Exit status 1 when a row is flagged,
@@ -109,6 +111,25 @@ measure() {
     }
 }
 
+# awk functions both passes share: clock_columns() on a header line finds its sm_mhz and watts
+# columns (none in a file written before rows carried them); row_clocks() on a row says its
+# clocks, "SM 1980 MHz, 402 W", or "" where it has none (NA: not sampled)
+# shellcheck disable=SC2016 # awk's own $, not the shell's
+row_clocks_awk='
+    function clock_columns(   i) {
+        mhz_col[FILENAME] = w_col[FILENAME] = 0
+        for (i = 1; i <= NF; i++) {
+            if ($i == "sm_mhz") mhz_col[FILENAME] = i
+            if ($i == "watts") w_col[FILENAME] = i
+        }
+    }
+    function row_clocks(   m, w) {
+        m = mhz_col[FILENAME] ? $(mhz_col[FILENAME]) : ""
+        w = w_col[FILENAME] ? $(w_col[FILENAME]) : ""
+        if (m !~ /^[0-9.]+$/) return ""
+        return "SM " m " MHz, " (w ~ /^[0-9.]+$/ ? w " W" : "power not read")
+    }'
+
 status=0
 for fresh in "$@"; do
     [[ -s $fresh ]] || continue
@@ -124,12 +145,15 @@ for fresh in "$@"; do
         continue
     fi
     # first pass: every row against the committed one; the slower rows into suspects
-    # (chapter kernel shape device committed_ms fresh_ms committed_file)
+    # (chapter kernel shape device committed_ms fresh_ms committed_file, then the committed and
+    # the fresh row's own clocks, "SM 1980 MHz, 402 W", empty where a row has none)
     suspects=$work/suspects
     awk -F'\t' -v OFS='\t' -v tol="$tolerance" -v fresh="$fresh" -v suspects="$suspects" '
-        /^#/ || $1 == "chapter" { next }
+        '"$row_clocks_awk"'
+        /^#/ { next }
+        $1 == "chapter" { clock_columns(); next }
         FILENAME != fresh { ms[$1, $2, $3, $7] = $4; where[$1, $2, $3, $7] = FILENAME
-                            dev[$7] = 1; next }
+                            clk[$1, $2, $3, $7] = row_clocks(); dev[$7] = 1; next }
         {
             k = $1 SUBSEP $2 SUBSEP $3 SUBSEP $7
             if (!($7 in dev)) {
@@ -140,7 +164,8 @@ for fresh in "$@"; do
                 printf "new      %s  %s  %s  %s ms (no committed row)\n", $1, $2, $3, $4
                 next
             }
-            if (100 * ($4 / ms[k] - 1) > tol) print $1, $2, $3, $7, ms[k], $4, where[k] > suspects
+            if (100 * ($4 / ms[k] - 1) > tol)
+                print $1, $2, $3, $7, ms[k], $4, where[k], clk[k], row_clocks() > suspects
             else same++
         }
         END { print same + 0 > (suspects ".same") }' "${committed[@]}" "$fresh"
@@ -159,6 +184,7 @@ for fresh in "$@"; do
     second=()
     [[ -s $again ]] && second=("$again")
     awk -F'\t' -v tol="$tolerance" -v fresh="$fresh" -v again="$again" -v same="$same" '
+        '"$row_clocks_awk"'
         function clocks_of(line) { sub(/^# clocks: */, "", line); return line }
         FILENAME == ARGV[1] { sus[++ns] = $0; next }
         /^# clocks:/ {
@@ -167,8 +193,10 @@ for fresh in "$@"; do
             else cclk[FILENAME] = clocks_of($0)
             next
         }
-        /^#/ || $1 == "chapter" { next }
-        FILENAME == again { re[$1, $2, $3, $7] = $4; have_again = 1 }
+        /^#/ { next }
+        $1 == "chapter" { clock_columns(); next }
+        FILENAME == again { re[$1, $2, $3, $7] = $4; reclk[$1, $2, $3, $7] = row_clocks()
+                            have_again = 1 }
         END {
             for (i = 1; i <= ns; i++) {
                 split(sus[i], s, "\t")
@@ -190,11 +218,20 @@ for fresh in "$@"; do
                            ": flagged on one measurement"
                 }
                 printf "SLOWER   %s\n", line
-                printf "         committed (%s): %s\n", s[7],
-                       cclk[s[7]] ? cclk[s[7]] : "clocks not recorded"
-                printf "         this run: %s\n", fclk ? fclk : "clocks not recorded"
-                if (have_again)
-                    printf "         re-measured: %s\n", aclk ? aclk : "clocks not recorded"
+                if (s[8] != "" && s[9] != "") {
+                    # both rows carry the clocks sampled while they ran
+                    printf "         committed (%s): %s while the row ran\n", s[7], s[8]
+                    printf "         this run: %s while the row ran\n", s[9]
+                    if (have_again)
+                        printf "         re-measured: %s\n", reclk[k] != "" ? \
+                               reclk[k] " while the row ran" : (aclk ? aclk : "clocks not recorded")
+                } else {
+                    printf "         committed (%s): %s\n", s[7],
+                           cclk[s[7]] ? cclk[s[7]] : "clocks not recorded"
+                    printf "         this run: %s\n", fclk ? fclk : "clocks not recorded"
+                    if (have_again)
+                        printf "         re-measured: %s\n", aclk ? aclk : "clocks not recorded"
+                }
                 slower++
             }
             printf "regress: %s: %d rows within %s%% of the committed, %d slower", fresh,

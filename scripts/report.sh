@@ -419,8 +419,9 @@ EOF
         table|plot)
             cat <<EOF
 The grader's bench on this GPU (\`grade --bench\`; the same rows \`make bench\` writes): each
-rung's median time, its throughput, and its speedup over the first rung measured at the same
-shape (the chapter's given baseline where the rung table starts with it).
+rung's median time, its throughput, the SM clock and board power sampled while its timed loop
+ran, and its speedup over the first rung measured at the same shape (the chapter's given
+baseline where the rung table starts with it).
 
 ::: {.bench tsv="$work/bench.tsv"}
 :::

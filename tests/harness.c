@@ -347,9 +347,94 @@ START_TEST(results_writes_header_and_rows)
     ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
     ck_assert(strncmp(line, "# date: 20", 10) == 0);
     ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
-    ck_assert_str_eq(line, "chapter\tkernel\tshape\tms\tgbs\tgflops\tdevice\n");
+    ck_assert_str_eq(line, "chapter\tkernel\tshape\tms\tgbs\tgflops\tdevice\tsm_mhz\twatts\n");
     ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
-    ck_assert_str_eq(line, "01-x\tnaive\t4x4x4\t1.5\t2.5\t3.5\tTest GPU\n");
+    ck_assert_str_eq(line, "01-x\tnaive\t4x4x4\t1.5\t2.5\t3.5\tTest GPU\tNA\tNA\n");
+    ck_assert_ptr_null(fgets(line, sizeof line, f));
+    fclose(f);
+}
+END_TEST
+
+/* readings of the SM clock and the power as a timed loop's sampler takes them */
+START_TEST(clocks_summary_takes_median_extremes_and_mean)
+{
+    double mhz[6] = { 1980, 1410, 1755, 1980, 1500, 1980 };
+    double w[4] = { 400, 700, 690, 10 };
+    struct clocks c = clocks_summary(mhz, 6, w, 4);
+    ck_assert_int_eq(c.samples, 6);
+    ck_assert_double_eq(c.sm_mhz, 1867.5); /* (1755 + 1980) / 2 */
+    ck_assert_double_eq(c.sm_mhz_min, 1410);
+    ck_assert_double_eq(c.sm_mhz_max, 1980);
+    ck_assert_int_eq(c.power_samples, 4);
+    ck_assert_double_eq(c.watts, 450);
+    /* a loop so short that the sampler read only at its start and its end */
+    double two[2] = { 1980, 1965 }, pw[2] = { 300.5, 301.5 };
+    c = clocks_summary(two, 2, pw, 2);
+    ck_assert_double_eq(c.sm_mhz, 1972.5);
+    ck_assert_double_eq(c.sm_mhz_min, 1965);
+    ck_assert_double_eq(c.sm_mhz_max, 1980);
+    ck_assert_double_eq(c.watts, 301);
+    /* the clock read but not the power (a GPU without a power sensor) */
+    double one[1] = { 1410 };
+    c = clocks_summary(one, 1, NULL, 0);
+    ck_assert_int_eq(c.samples, 1);
+    ck_assert_double_eq(c.sm_mhz, 1410);
+    ck_assert_int_eq(c.power_samples, 0);
+    c = clocks_summary(NULL, 0, NULL, 0);
+    ck_assert_int_eq(c.samples + c.power_samples, 0);
+}
+END_TEST
+
+START_TEST(clocks_columns_say_na_where_not_sampled)
+{
+    char buf[64];
+    double mhz[3] = { 1980, 1410, 1500 }, w[2] = { 402.4, 402.2 };
+    struct clocks c = clocks_summary(mhz, 3, w, 2);
+    clocks_columns(&c, buf, sizeof buf);
+    ck_assert_str_eq(buf, "1500\t402");
+    c = clocks_summary(mhz, 3, NULL, 0);
+    clocks_columns(&c, buf, sizeof buf);
+    ck_assert_str_eq(buf, "1500\tNA");
+    clocks_columns(NULL, buf, sizeof buf);
+    ck_assert_str_eq(buf, "NA\tNA");
+    struct clocks none;
+    memset(&none, 0, sizeof none); /* what the CPU backend's gpu_time returns */
+    clocks_columns(&none, buf, sizeof buf);
+    ck_assert_str_eq(buf, "NA\tNA");
+}
+END_TEST
+
+/* each row carries the clocks last set (gpu_time sets them), a chapter's own columns NA */
+START_TEST(results_rows_carry_the_last_clocks)
+{
+    char dir[] = "/tmp/harness-test-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char path[256];
+    snprintf(path, sizeof path, "%s/r.tsv", dir);
+    struct results r;
+    ck_assert_int_eq(results_open_extra(&r, path, "Test GPU", "driver 1.0", "lo\thi"), 0);
+    double mhz[2] = { 1410, 1440 }, w[1] = { 699.6 };
+    struct clocks c = clocks_summary(mhz, 2, w, 1);
+    results_set_clocks(&c);
+    results_row(&r, "11-x", "gemm", "8x8x8", 1, 2, 3);
+    results_row(&r, "11-x", "gemm2", "8x8x8", 1, 2, 3); /* no loop between: the same clocks */
+    results_set_clocks(NULL);
+    results_row(&r, "11-x", "host", "8", 1, 2, 3);
+    ck_assert_int_eq(results_close(&r), 0);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    char line[256];
+    do
+        ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+    while (line[0] == '#');
+    ck_assert_str_eq(line, "chapter\tkernel\tshape\tms\tgbs\tgflops\tdevice\tlo\thi\tsm_mhz"
+                           "\twatts\n");
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+    ck_assert_str_eq(line, "11-x\tgemm\t8x8x8\t1\t2\t3\tTest GPU\tNA\tNA\t1425\t700\n");
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+    ck_assert_str_eq(line, "11-x\tgemm2\t8x8x8\t1\t2\t3\tTest GPU\tNA\tNA\t1425\t700\n");
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+    ck_assert_str_eq(line, "11-x\thost\t8\t1\t2\t3\tTest GPU\tNA\tNA\tNA\tNA\n");
     ck_assert_ptr_null(fgets(line, sizeof line, f));
     fclose(f);
 }
@@ -450,6 +535,9 @@ int main(void)
     tcase_add_test(tc, median_odd_and_even);
     tcase_add_test(tc, cdiv_rounds_up);
     tcase_add_test(tc, results_writes_header_and_rows);
+    tcase_add_test(tc, clocks_summary_takes_median_extremes_and_mean);
+    tcase_add_test(tc, clocks_columns_say_na_where_not_sampled);
+    tcase_add_test(tc, results_rows_carry_the_last_clocks);
     tcase_add_test(tc, shell_quote_survives_quotes_and_spaces);
     tcase_add_test(tc, arch_line_matches_exactly);
     tcase_add_test(tc, scan_counts_functions_and_opcodes);

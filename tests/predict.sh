@@ -2,7 +2,8 @@
 # predict.sh: make predict's model (scripts/predict.awk) on hand-written inputs whose answers
 # are worked out here: a rung bound by DRAM, one by L1 lines (its counts scaled from a smaller
 # shape), one by its launches, a grid of one block that leaves an SM idle, the SM clock read
-# off the bench's "# clocks:" line (500 MHz, against the table's 1000), and the error summary.
+# off the bench's "# clocks:" line (500 MHz, against the table's 1000) or off the row's own
+# sm_mhz column where it has one, and the error summary.
 # Fails with what it saw.
 set -uo pipefail
 tmp=$(mktemp -d)
@@ -100,6 +101,25 @@ expect "the misses: the launch-bound rung" \
 PREDICT_DATA=$tmp/none PREDICT_OUT=$tmp/predict/predict.tsv \
     scripts/predict.sh --appendix "$tmp/template.md" "$tmp/appendix2.md" 2>/dev/null
 expect "without the ceilings the appendix is refused" "^1$" "$?"
+
+# a row's own clock (its sm_mhz column) over the file's line: the L1-bound rung at 250 MHz
+# takes twice the 512 ms; a row whose clock was not sampled (NA) takes the line's 500 MHz
+{
+    echo "# clocks: SM 500 MHz median (250-500) over 9 samples while it ran; power 1 W mean"
+    echo "chapter${t}kernel${t}shape${t}ms${t}gbs${t}gflops${t}device${t}sm_mhz${t}watts"
+    echo "02-test${t}l1${t}4000${t}256${t}0.001${t}0${t}X${t}250${t}700"
+    echo "02-test${t}oneblock${t}1000${t}64${t}0.001${t}0${t}X${t}NA${t}NA"
+} > "$tmp/bench-rows.tsv"
+out=$(awk -f scripts/predict.awk "$tmp/ceilings.tsv" "$tmp/counts.tsv" "$tmp/bench-rows.tsv" 2>&1)
+expect "a row's own SM clock: the L1-bound rung at 250 MHz, 1024 ms" \
+    "^02-test${t}l1${t}4000${t}1024${t}256${t}4\.00${t}l1${t}" "$out"
+expect "a row not sampled: the file's line, 64 ms" \
+    "^02-test${t}oneblock${t}1000${t}64${t}64${t}1\.00${t}l1${t}" "$out"
+# and the clock column of one file is not taken for the next, which has none
+out=$(awk -f scripts/predict.awk "$tmp/ceilings.tsv" "$tmp/counts.tsv" "$tmp/bench-rows.tsv" \
+      "$tmp/bench.tsv" 2>&1)
+expect "a file without the column after one with it: its line's clock" \
+    "^02-test${t}l1${t}4000${t}512${t}256${t}2\.00${t}l1${t}" "$out"
 
 # a table without the SM count is refused
 grep -v '^sms' "$tmp/ceilings.tsv" > "$tmp/bad.tsv"

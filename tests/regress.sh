@@ -2,13 +2,14 @@
 # regress.sh: scripts/regress.sh, the comparison of a bench's rows with the committed
 # measurement of the same device and shape, on bench files written here by hand: a rung 10%
 # slower is measured again (by a stand-in bench that writes the rows it is told to) and flagged
-# with the clocks of all three runs when the second run is slower too, and not flagged when the
-# second run is within 5%; one 3% slower is not measured again; a row the committed file lacks
-# is reported as new; a second run that fails or lacks the row leaves the flag on the first
-# measurement, and says so; the default second run is the chapter's grader from the manifest,
-# `--bench FILE`; scripts/gpu-run.sh's rule: a regression fails the visit unless
-# REGRESSION_OK=1; and --planted: a known-bug kernel's slow bench is flagged. Fails with what it
-# saw.
+# with the clocks of all three runs when the second run is slower too (the clocks sampled
+# while the row ran where the rows carry them, else the files' "# clocks:" lines), and not
+# flagged when the second run is within 5%; one 3% slower is not measured again; a row the
+# committed file lacks is reported as new; a second run that fails or lacks the row leaves the
+# flag on the first measurement, and says so; the default second run is the chapter's grader
+# from the manifest, `--bench FILE`; scripts/gpu-run.sh's rule: a regression fails the visit
+# unless REGRESSION_OK=1; and --planted: a known-bug kernel's slow bench is flagged. Fails with
+# what it saw.
 set -uo pipefail
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -46,19 +47,21 @@ header="chapter${t}kernel${t}shape${t}ms${t}gbs${t}gflops${t}device"
 
 # the stand-in bench: `bench CHAPTER FILE` writes the naive rung at $NAIVE_MS (none when it is
 # empty) and the tiled one at 0.300 into FILE, after a clocks line, and notes in $RUNS each run
-# and the rows GRADE_BENCH_ONLY asked for; BENCH_FAILS=1 makes it fail
+# and the rows GRADE_BENCH_ONLY asked for; BENCH_FAILS=1 makes it fail; ROW_CLOCKS=1 gives its
+# rows the columns sm_mhz and watts (1410 MHz, 690 W)
 cat > "$tmp/bench" <<'STANDIN'
 #!/usr/bin/env bash
 printf '%s %s [%s]\n' "$1" "$(basename "$2")" "${GRADE_BENCH_ONLY//$'\t'/ }" >> "$RUNS"
 [[ ${BENCH_FAILS:-0} == 1 ]] && { echo "bench: no GPU answered" >&2; exit 1; }
-t=$'\t'
+t=$'\t' c=
+[[ ${ROW_CLOCKS:-0} == 1 ]] && c="${t}1410${t}690"
 {
     echo "# device: NVIDIA H200"
     echo "# clocks: SM 1500 MHz median (1500-1500) over 50 samples while it ran; power 90 W mean"
-    echo "chapter${t}kernel${t}shape${t}ms${t}gbs${t}gflops${t}device"
+    echo "chapter${t}kernel${t}shape${t}ms${t}gbs${t}gflops${t}device${c:+${t}sm_mhz${t}watts}"
     [[ -n ${NAIVE_MS:-} ]] &&
-        echo "$1${t}naive${t}8192x8192${t}$NAIVE_MS${t}500${t}0${t}NVIDIA H200"
-    echo "$1${t}tiled${t}8192x8192${t}0.300${t}1630${t}0${t}NVIDIA H200"
+        echo "$1${t}naive${t}8192x8192${t}$NAIVE_MS${t}500${t}0${t}NVIDIA H200$c"
+    echo "$1${t}tiled${t}8192x8192${t}0.300${t}1630${t}0${t}NVIDIA H200$c"
 } > "$2"
 STANDIN
 chmod +x "$tmp/bench"
@@ -149,6 +152,49 @@ out=$(REGRESSION_REMEASURE='' PROGRAMS=$tmp/none.tsv REGRESSION_DATA=$tmp/data S
 rc=$?
 expect "no grader built: said" "no solution grader of 02-coalesced-transpose built" "$out"
 exits "and the row is flagged" 1 "$rc"
+
+# rows that carry the clocks sampled while each ran (columns sm_mhz and watts, after device):
+# a flagged row shows its own clocks in all three runs, not the files' lines; where the
+# committed row lacks them (a file from before), the files' lines as above
+mkdir -p "$tmp/rowdata/h200" "$tmp/rowfresh"
+rowfresh=$tmp/rowfresh/02-coalesced-transpose.tsv
+row() { # row KERNEL MS GBS SM_MHZ WATTS: a row of chapter 02 at 8192x8192 on the H200
+    echo "02-coalesced-transpose${t}$1${t}8192x8192${t}$2${t}$3${t}0${t}NVIDIA H200${t}$4${t}$5"
+}
+{
+    echo "# device: NVIDIA H200"
+    echo "# clocks: SM 1980 MHz median (1980-1980) over 99 samples while it ran; power 130 W mean"
+    echo "$header${t}sm_mhz${t}watts"
+    row naive 1.000 540 1980 402
+    row tiled 0.250 1950 NA NA
+} > "$tmp/rowdata/h200/02-coalesced-transpose.tsv"
+{
+    echo "# device: NVIDIA H200"
+    echo "# clocks: SM 1755 MHz median (1410-1980) over 80 samples while it ran; power 300 W mean"
+    echo "$header${t}sm_mhz${t}watts"
+    row naive 1.100 491 1455 NA
+    row tiled 0.400 1200 1500 600
+} > "$rowfresh"
+out=$(REGRESSION_DATA=$tmp/rowdata NAIVE_MS=1.090 ROW_CLOCKS=1 REGRESSION_TOLERANCE=5 \
+      scripts/regress.sh "$rowfresh")
+rc=$?
+expect "per-row clocks: the row is flagged" "^SLOWER +02-coalesced-transpose +naive .*re-measured" \
+    "$out"
+expect "with the committed row's own clocks" \
+    "committed .*: SM 1980 MHz, 402 W while the row ran$" "$out"
+expect "and this run's row's, the power not read said" \
+    "this run: SM 1455 MHz, power not read while the row ran$" "$out"
+expect "and the second run's row's" "re-measured: SM 1410 MHz, 690 W while the row ran$" "$out"
+naive=$(sed -n '/^SLOWER .* naive /,/re-measured:/p' <<<"$out")
+refute "not the files' lines" "median" "$naive"
+expect "a committed row with NA clocks: the files' lines" "committed .*: SM 1980 MHz median" "$out"
+expect "and this run's file's" "this run: SM 1755 MHz median" "$out"
+expect "both rows flagged" "2 slower$" "$out"
+exits "and it exits 1" 1 "$rc"
+out=$(REGRESSION_DATA=$tmp/data NAIVE_MS=1.090 ROW_CLOCKS=1 scripts/regress.sh "$rowfresh")
+expect "a committed file without the columns: the files' lines" \
+    "this run: SM 1755 MHz median" "$out"
+refute "and no row's clocks" "while the row ran" "$out"
 
 # the rest with a second run as slow as the first
 export NAIVE_MS=1.090

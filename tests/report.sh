@@ -5,9 +5,10 @@
 # step's source listing, the request for the missing notes), the terminal says where to write
 # the notes, nothing lands outside build/; a bad CH or STEP is refused before anything is
 # built; and the GPU path as a dry run (a stand-in probe and a stand-in bench, the grade on the
-# CPU backend): the bench under scripts/clocks.sh, its speedups, the rungs against the library
-# and the roof, the figure's caption with the device, driver, date and clocks. About 30 s once
-# the chapter's graders are built (make test has built them by then).
+# CPU backend): the bench under scripts/clocks.sh, its speedups and each row's clocks, the
+# rungs against the library and the roof, the figure's caption with the device, driver, date
+# and clocks. About 30 s once the chapter's graders are built (make test has built them by
+# then).
 set -uo pipefail
 make_=${MAKE:-make}
 status=0
@@ -148,11 +149,12 @@ case $1 in
             echo "# device: Stand-in GPU"
             echo "# driver: not-a-driver, CUDA driver 0.0, runtime 0.0"
             echo "# date: 2000-01-01"
-            echo "chapter${t}kernel${t}shape${t}ms${t}gbs${t}gflops${t}device"
-            for r in "process:divergent 2.000 100 50" "process:remapped 1.000 200 100" \
-                     "copy 0.500 400 0"; do
-                read -r k ms g f <<<"$r"
-                echo "03-warp-divergence${t}$k${t}4096${t}$ms${t}$g${t}$f${t}Stand-in GPU"
+            echo "chapter${t}kernel${t}shape${t}ms${t}gbs${t}gflops${t}device${t}sm_mhz${t}watts"
+            for r in "process:divergent 2.000 100 50 1980 402" \
+                     "process:remapped 1.000 200 100 1755 NA" "copy 0.500 400 0 NA NA"; do
+                read -r k ms g f mhz w <<<"$r"
+                printf '%s\t' 03-warp-divergence "$k" 4096 "$ms" "$g" "$f" "Stand-in GPU" "$mhz"
+                echo "$w"
             done
         } > "$2" ;;
     *) exit 2 ;;
@@ -181,6 +183,8 @@ if [[ -s $pdf ]]; then
     has "the stand-in GPU on the first page" "device Stand-in GPU" page1
     has "the bench's section, not the CPU backend's note" "bench on this GPU (grade --bench"
     has "each rung's speedup over the first" "2.00x over process:divergent"
+    has "each rung's SM clock and power while it ran" "process:divergent 4096 2.000 100 50 1980 402"
+    has "a power not read: NA" "process:remapped 4096 1.000 200 100 1755 NA 2.00x"
     has "the rungs against the library" "process:divergent 4096 2.000 0.25x copy"
     has "a rung without FLOPs: its share of the bandwidth" "100% of bandwidth"
     has "a rung with FLOPs: its share of the roof (200 GB/s x 0.5 FLOP/B of 400)" \
