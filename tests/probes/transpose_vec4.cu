@@ -400,8 +400,8 @@ int main(int argc, char **argv)
                                                      QUADS * QUADS / 2, 0));
     printf("# device: %s, %d SMs, L2 %d bytes\n", prop.name, prop.multiProcessorCount,
            prop.l2CacheSize);
-    printf("# blocks an SM: vec4 %d (256 threads), vec4_x2 %d (128), vec4_persist %d (256; grid %d)\n",
-           per_sm_vec4, per_sm_x2, per_sm, g_persist_blocks);
+    printf("# blocks an SM: vec4 %d (256 threads), vec4_x2 %d (128), vec4_persist %d (256; "
+           "grid %d)\n", per_sm_vec4, per_sm_x2, per_sm, g_persist_blocks);
     printf("kernel\tshape\tround\tms\tgbs\tof_copy\tof_copy4\tcheck\n");
 
     size_t flush_bytes = 2 * (size_t)prop.l2CacheSize;
