@@ -29,7 +29,7 @@
 #define CHAPTER "02-coalesced-transpose"
 #define SPEED_SIZE 8192
 #define TILE 32 /* the tile the hints talk about: the one the starters and the solutions use */
-#define NSTEPS 4
+#define NSTEPS 5
 
 /* Edge shapes: one element, a single row and a single column one past a power of two (a grid
  * with x and y swapped covers neither), a shape under two tiles in each direction, sizes just
@@ -42,6 +42,21 @@ static const struct array_shape CPU_SHAPES[] = {
     { 1, 1 }, { 1, 4097 }, { 4097, 1 }, { 33, 17 }, { 1000, 999 }, { 1024, 1024 }, { 300, 701 },
 };
 static const struct flow_shapes SHAPES = { GPU_SHAPES, CPU_SHAPES, 7, .plain_titles = 1 };
+/* Step 5 moves 16-byte vectors where rows and cols are multiples of 4, and must not where they
+ * are not: the shapes above, then multiples of 4 that are not multiples of 64 (one float4 each
+ * way; 1028x516, whose last tile of each side is a band of 4 rows or columns; 36x132, under one
+ * tile down and a float4 past two across), and shapes where one of rows and cols is a multiple
+ * of 4 and the other is 2 past one (a kernel that checks only one of them takes vectors where
+ * it must not). The same on both backends but for the two large shapes. */
+static const struct array_shape GPU_SHAPES_5[] = {
+    { 1, 1 }, { 1, 4097 }, { 4097, 1 }, { 33, 17 }, { 1000, 999 }, { 8192, 8192 }, { 3000, 7001 },
+    { 4, 4 }, { 1028, 516 }, { 36, 132 }, { 1026, 1024 }, { 1024, 1030 },
+};
+static const struct array_shape CPU_SHAPES_5[] = {
+    { 1, 1 }, { 1, 4097 }, { 4097, 1 }, { 33, 17 }, { 1000, 999 }, { 1024, 1024 }, { 300, 701 },
+    { 4, 4 }, { 1028, 516 }, { 36, 132 }, { 1026, 1024 }, { 1024, 1030 },
+};
+static const struct flow_shapes SHAPES_5 = { GPU_SHAPES_5, CPU_SHAPES_5, 12, .plain_titles = 1 };
 
 /* ---- hints: where did the wrong elements come from? --------------------------------------- */
 
@@ -170,12 +185,24 @@ static const struct array_kind COPY = { ARRAY_FLOW, .dims = ARRAY_2D, .move = AR
  * does. Steps 1-3 launch 32 x 8 threads per tile, 4 elements a thread; the padded_8 reference
  * launches 32 x 4, 8 a thread. A kernel of larger tiles launches blocks over more than that
  * area where its tiles are partial, and counts under its own figure there (64 x 64 tiles: up
- * to 1.44 times under at these shapes); the starter and the hints keep to 32 x 32. */
+ * to 1.44 times under at these shapes); step 4's starter and hints keep to 32 x 32. Step 5
+ * keeps it: its reference moves 16 elements a thread in 64 x 64 tiles, 11.1 or more by this
+ * count at these shapes.
+ *
+ * 16-byte vectors (step 5): every lane of every global load and store request moves 16 bytes,
+ * a float4 (the profile's bytes over lanes, gld_width and gst_width, both 16). The concept
+ * shapes are multiples of 8 in both directions, so every row of in and of out starts on a
+ * 16-byte boundary and vectors fit everywhere, the partial edge tiles included; a kernel that
+ * falls back to floats at a partial tile, or loads float4s and stores floats, measures under
+ * 16. Steps 1-4 measure 4. The shared-memory side is free: through shared memory as float4s
+ * (the reference, after a 4 x 4 transpose in registers) or as floats, as long as the
+ * conflict-free test holds at the width used. */
 
 #define MAX_SHARED_BYTES (TILE * TILE * 4) /* one 32 x 32 tile of floats */
 #define MIN_PER_THREAD 8.0                 /* twice the 4 of steps 1-3 */
+#define VECTOR_BYTES 16.0                  /* a float4: bytes a lane in every global request */
 
-static const int STEP_OF[NSTEPS + 1] = { 0, 1, 2, 3, 4 }; /* a concept test's context */
+static const int STEP_OF[NSTEPS + 1] = { 0, 1, 2, 3, 4, 5 }; /* a concept test's context */
 
 static char concept_shape[32]; /* the shape the test's run drew, for its messages */
 
@@ -242,9 +269,9 @@ START_TEST(conflict_free)
     struct concept_row r;
     int k = concept_step(&r);
     if (r.shld_requests == 0 || r.shst_requests == 0) {
-        grade_hint(slot, "stage each 32x32 tile in a __shared__ array: store it along the rows "
+        grade_hint(slot, "stage each %s tile in a __shared__ array: store it along the rows "
                          "of in, __syncthreads(), read it back transposed (README.md, \"A tile "
-                         "in shared memory\")");
+                         "in shared memory\")", k == 5 ? "64x64" : "32x32");
         ck_abort_msg("step %d at %s made %llu shared-memory loads and %llu stores: no tile "
                      "went through shared memory", k, concept_shape, r.shld_requests,
                      r.shst_requests);
@@ -252,14 +279,25 @@ START_TEST(conflict_free)
     double max_ld = concept_max_wavefronts(r.shld_width);
     double max_st = concept_max_wavefronts(r.shst_width);
     if (!(r.shld_wpr <= max_ld) || !(r.shst_wpr <= max_st)) {
-        grade_hint(slot, "a warp that reads (or writes) a column of a [32][32] float tile hits "
-                         "one bank 32 times: %s (README.md, \"Banks\")",
-                   k == 3 ? "store element (r, c) at column c ^ r, and read it back from there"
-                          : "pad the tile to [32][33]");
+        if (k == 5)
+            grade_hint(slot, "a row of a 64-float tile is 256 bytes, two passes over the banks, "
+                             "so float4 j of every row is in the same 4 banks: a quarter-warp "
+                             "that stores (or loads) 8 float4s down one column of float4s hits "
+                             "them 8 times. Swizzle at the grain of a float4: float4 j of row r "
+                             "at j ^ (r / 4 %% 8), on the store and on the load (README.md, "
+                             "Hints, \"Step 5\")");
+        else
+            grade_hint(slot, "a warp that reads (or writes) a column of a [32][32] float tile "
+                             "hits one bank 32 times: %s (README.md, \"Banks\")",
+                       k == 3 ? "store element (r, c) at column c ^ r, and read it back from "
+                                "there"
+                              : "pad the tile to [32][33]");
         ck_abort_msg("bank conflicts at %s: %.2f wavefronts per shared load request, %.2f "
-                     "per shared store request (at most %.1f and %.1f; a column of an unpadded "
-                     "tile needs 32, a padded one 1)", concept_shape, r.shld_wpr, r.shst_wpr,
-                     max_ld, max_st);
+                     "per shared store request (at most %.1f and %.1f; %s)", concept_shape,
+                     r.shld_wpr, r.shst_wpr, max_ld, max_st,
+                     k == 5 ? "16-byte lanes need 4 at best, a quarter-warp a pass; 8 float4s "
+                              "in the same 4 banks need 32"
+                            : "a column of an unpadded tile needs 32, a padded one 1");
     }
     grade_note(slot, "at %s: %.2f wavefronts per shared load request, %.2f per store request "
                "(at most %.1f and %.1f)", concept_shape, r.shld_wpr, r.shst_wpr, max_ld, max_st);
@@ -316,6 +354,32 @@ START_TEST(per_thread)
 }
 END_TEST
 
+START_TEST(vectors)
+{
+    int slot = grade_slot();
+    struct concept_row r;
+    int k = concept_step(&r);
+    if (r.gld_requests == 0 || r.gst_requests == 0)
+        ck_abort_msg("step %d at %s made %llu global load and %llu global store requests: it "
+                     "moved nothing", k, concept_shape, r.gld_requests, r.gst_requests);
+    if (!(r.gld_width >= VECTOR_BYTES) || !(r.gst_width >= VECTOR_BYTES)) {
+        grade_hint(slot, "rows and cols are multiples of 4 here, so every row of in and of out "
+                         "starts on a 16-byte boundary: load each lane's 4 floats of a row as "
+                         "one float4, transpose a 4 x 4 block of them in registers, and store "
+                         "float4s of out, on the partial edge tiles too (a float4 is wholly "
+                         "inside or wholly outside the matrix)");
+        ck_abort_msg("not 16-byte accesses at %s: %.2f bytes a lane per global load, %.2f per "
+                     "global store (16 needed on both sides: a float4; a float is 4)",
+                     concept_shape, r.gld_width, r.gst_width);
+    }
+    grade_note(slot, "at %s: %.0f bytes a lane per global load, %.0f per store (shared memory: "
+               "%.0f and %.0f)", concept_shape, r.gld_width, r.gst_width,
+               concept_width(r.shld_width), concept_width(r.shst_width));
+    grade_summary("%.0f bytes a lane per global load and %.0f per store (needs %.0f)",
+                  r.gld_width, r.gst_width, VECTOR_BYTES);
+}
+END_TEST
+
 /* ---- speed ------------------------------------------------------------------------------
  * Step k's launcher against the reference of step k - 1 (ref_TRANSPOSE_STEPS[k - 1]: for
  * step 1 the given transpose_naive), both at 8192x8192 in the same run, copy_same_bytes timed
@@ -329,6 +393,9 @@ struct step_speed {
     int step;
     double needs;          /* yours over the baseline, in bandwidth */
 };
+
+/* step 5's floor over step 4, provisional until measured (see NEEDS) */
+#define NEEDS_VEC4_OVER_PADDED_8 1.03
 
 static const double NEEDS[NSTEPS + 1] = {
     0,
@@ -345,6 +412,11 @@ static const double NEEDS[NSTEPS + 1] = {
      * 1.062x at 16384); 0.75 of the 5.3% gain. Swizzled itself is 1.00x; the padded tile,
      * 4 elements a thread, measured 1.025x, and fails too */
     1.04,
+    /* step 5, vec4 over padded_8: NOT MEASURED YET, a provisional floor. The goal is 95% of
+     * the copy kernel, where padded_8 measured 90% (3648 of 4062 GB/s at 8192): 1.055x if it
+     * is met. Set it from the first H200 run as for the steps above, about 0.75 of the
+     * measured gain over 1.0, so that padded_8 itself fails */
+    NEEDS_VEC4_OVER_PADDED_8,
 };
 
 /* What a transpose must move, 2 * rows * cols * 4 bytes, over the time: GB/s. */
@@ -391,10 +463,17 @@ static void verdict(int slot, const void *shape, const struct flow_times *t)
                          "r the row, on the store and on the load (make grade BACKEND=emu "
                          "STEP=3 counts the wavefronts)");
         break;
-    default:
+    case 4:
         grade_hint(slot, "each thread should have 8 independent loads in flight before the "
                          "barrier: a 32 x 4 block per tile, all 8 loads into registers first, "
                          "then the stores to shared memory");
+        break;
+    default:
+        grade_hint(slot, "is every global access a float4 at 8192 x 8192? Four float4 loads a "
+                         "thread from 4 consecutive rows, all issued before the first is used; "
+                         "the 4 x 4 block transposed in registers; float4s through a swizzled "
+                         "tile (make grade BACKEND=emu STEP=5 counts bytes a lane and "
+                         "wavefronts)");
         break;
     }
     ck_assert_msg(ratio >= ss->needs,
@@ -461,7 +540,8 @@ static void add_tests(Suite *s)
     for (int k = 1; k < TRANSPOSE_NUM_STEPS && k <= NSTEPS; k++) {
         if (!grader_step(k, TRANSPOSE_STEPS[k].title))
             continue;
-        flow_add_correct(s, &TRANSPOSE.kind, &SHAPES, (flow_fn)TRANSPOSE_STEPS[k].fn,
+        flow_add_correct(s, &TRANSPOSE.kind, k == 5 ? &SHAPES_5 : &SHAPES,
+                         (flow_fn)TRANSPOSE_STEPS[k].fn,
                          TRANSPOSE_STEPS[k].name);
         /* the concept tests (see "concept tests" above): CPU backend only; on a GPU, Nsight
          * Compute counts the same things (make profile CH=02 BACKEND=cuda) and the speed test
@@ -475,9 +555,12 @@ static void add_tests(Suite *s)
             if (k == 3)
                 add_concept(s, k, "no padding", no_padding,
                             "no padding: shared memory a block touches");
-            if (k == 4)
+            if (k >= 4)
                 add_concept(s, k, "bytes in flight", per_thread,
                             "bytes in flight: elements moved a thread");
+            if (k == 5)
+                add_concept(s, k, "16-byte vectors", vectors,
+                            "16-byte vectors: bytes a lane per global load and store");
         } else {
             grader_skip(k == 3 ? "concepts (no padding: graded on the CPU backend)" : "concepts",
                         "counted on the CPU backend only (make grade BACKEND=emu); on a GPU, "

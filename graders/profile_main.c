@@ -85,7 +85,7 @@ __attribute__((constructor)) static void transpose_rungs_init(void)
 }
 #define RUNGS transpose_rungs
 #define NUM_RUNGS transpose_num_rungs
-#define YOURS transpose_padded_8
+#define YOURS transpose_vec4
 #elif __has_include("divergence.h")
 /* the rungs (the demos and both steps' pairs), and the step table: "stepK" names step K's
  * launcher of this side, process (step 1) or compact (step 2), for the concept tests */

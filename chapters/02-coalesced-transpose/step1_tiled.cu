@@ -1,4 +1,4 @@
-/* step1_tiled.cu: chapter 02, step 1 of 4: a shared-memory tile. Your file.
+/* step1_tiled.cu: chapter 02, step 1 of 5: a shared-memory tile. Your file.
  *
  * TODO: make transpose_tiled compute out = transpose(in) (transpose.h: in is rows x cols, out is
  * cols x rows, out[c * rows + r] = in[r * cols + c]) for any rows, cols >= 1, with BOTH its

@@ -1,4 +1,4 @@
-/* step2_padded.cu: chapter 02, step 2 of 4: a padded tile. Your file.
+/* step2_padded.cu: chapter 02, step 2 of 5: a padded tile. Your file.
  *
  * TODO: make transpose_padded compute the same out as step 1 (transpose.h), for any rows,
  * cols >= 1, with its global accesses coalesced as in step 1 AND its shared-memory accesses

@@ -1,4 +1,4 @@
-/* step3_swizzled.cu: chapter 02, step 3 of 4: an XOR swizzle. Your file.
+/* step3_swizzled.cu: chapter 02, step 3 of 5: an XOR swizzle. Your file.
  *
  * TODO: make transpose_swizzled compute the same out as step 1 (transpose.h), for any rows,
  * cols >= 1, coalesced and free of bank conflicts as in step 2, WITHOUT padding: the block's

@@ -1,4 +1,4 @@
-/* step4_padded_8.cu: chapter 02, step 4 of 4: more bytes in flight a thread. Your file.
+/* step4_padded_8.cu: chapter 02, step 4 of 5: more bytes in flight a thread. Your file.
  *
  * TODO: make transpose_padded_8 compute the same out as step 1 (transpose.h), for any rows,
  * cols >= 1, coalesced and free of bank conflicts as in step 2, with each thread moving at

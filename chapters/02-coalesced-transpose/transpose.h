@@ -28,6 +28,10 @@ void transpose_padded(const float *d_in, float *d_out, int rows, int cols);
 void transpose_swizzled(const float *d_in, float *d_out, int rows, int cols);
 /* Step 4, step4_padded_8.cu: step 2's kernel, each thread moving at least 8 elements. */
 void transpose_padded_8(const float *d_in, float *d_out, int rows, int cols);
+/* Step 5, step5_vec4.cu: every global load and store a 16-byte vector (float4) wherever rows,
+ * cols and both pointers allow it (rows and cols multiples of 4, pointers 16-byte aligned);
+ * correct on every other shape too. */
+void transpose_vec4(const float *d_in, float *d_out, int rows, int cols);
 
 /* ---- given, in transpose_naive.cu ------------------------------------------------------------ */
 

@@ -1,4 +1,4 @@
-/* step1_tiled.cu: step 1 of 4, reference.
+/* step1_tiled.cu: step 1 of 5, reference.
  * Change from transpose_naive: stage a 32x32 tile in shared memory. The block reads its tile
  *   along rows of `in` and writes it along rows of `out`, so both global sides are 128-byte
  *   warp accesses (4 sectors each, where the naive store needs 32).

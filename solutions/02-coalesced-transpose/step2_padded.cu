@@ -1,4 +1,4 @@
-/* step2_padded.cu: step 2 of 4, reference.
+/* step2_padded.cu: step 2 of 5, reference.
  * Change from step 1: the tile is 33 floats wide. Word (r, c) is in bank (r + c) % 32, so a
  *   column of the tile spans all 32 banks: the write-out's shared load takes one wavefront
  *   where step 1's took 32. Costs 32 floats of shared memory per tile (3%), and rows that no

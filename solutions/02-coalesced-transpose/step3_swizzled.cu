@@ -1,4 +1,4 @@
-/* step3_swizzled.cu: step 3 of 4, reference.
+/* step3_swizzled.cu: step 3 of 5, reference.
  * Change from step 2: no padding. The tile is 32 x 32 floats again, and element (r, c) of it
  *   is stored at column c ^ r. A row (fixed r) and a column (fixed c) of the tile both land on
  *   32 different banks. Costs an XOR per shared access and no memory, and keeps every row of

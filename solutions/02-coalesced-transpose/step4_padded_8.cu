@@ -1,4 +1,4 @@
-/* step4_padded_8.cu: step 4 of 4, reference.
+/* step4_padded_8.cu: step 4 of 5, reference.
  * Change from step 2 (the padded tile, the faster of steps 2 and 3): half as many threads. A
  *   block of 32 x 4 threads per 32 x 32 tile, so each thread moves 8 elements where steps 1
  *   to 3 move 4, and it loads all 8 into registers before storing any to shared memory: 8
