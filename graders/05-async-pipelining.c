@@ -16,8 +16,10 @@
  *                    landing only when they are waited for and ldmatrix and mma.sync emulated;
  *                    steps 3 and 4 are PTX it cannot run, and say SKIP
  *   grade --bench F  every rung and cuBLAS BF16 at 1024^3, 2048^3, 4096^3 and two odd shapes,
- *                    plus the stage-count sweep at 4096^3, as tab-separated rows in F (GPU only);
- *                    on stdout, each rung's share of cuBLAS BF16 at the same shape
+ *                    plus the stage-count sweep at 4096^3, the roof of mma.sync, and the padded
+ *                    copies alone (row "pad_rows") at the shapes whose rows steps 2 to 4 copy,
+ *                    as tab-separated rows in F (GPU only); on stdout, each rung's share of
+ *                    cuBLAS BF16 at the same shape
  *
  * The choreography is harness/flow.c's, the problem graders/gemm_family.c's (bf16 inputs);
  * here, the facts, the ladder, the thresholds and the machine-code checks. */
@@ -28,6 +30,7 @@
 
 #include "gemm_family.h"
 #include "gemm.h"
+#include "pad_rows.h"
 #include "sass.h"
 
 #define CHAPTER "05-async-pipelining"
@@ -71,15 +74,18 @@ static const struct gemm_shape CPU_SHAPES[] = {
 };
 static const struct flow_shapes SHAPES = { GPU_SHAPES, CPU_SHAPES, .n = 6 };
 
-/* Steps 3 and 4 (GPU only): shapes their own TMA kernels take (k and n multiples of 8: one
- * element of C in a box far larger than the matrix; tails in m, k and n with 9 tiles of step
- * 4's 64 of k, round its 4-stage ring twice; the square; a tall thin C whose n is one box of
- * B), between shapes they hand to step 2 (k or n odd). */
+/* Steps 3 and 4 (GPU only): shapes whose rows TMA can take as they are (k and n multiples of
+ * 8: one element of C in a box far larger than the matrix; tails in m, k and n with 9 tiles of
+ * step 4's 64 of k, round its 4-stage ring twice; the square; a tall thin C whose n is one box
+ * of B), between shapes whose rows do not start on 16 bytes (k or n not a multiple of 8), which
+ * the references multiply from padded copies: 1x1x1, odd k and n under the tile, a k of 7
+ * (less than one 16-byte piece) with an even n that is not a multiple of 8 (C's pairs at the
+ * edge), the bench's 1000x999x1001 (odd n: C's rows start on odd floats). */
 static const struct gemm_shape TMA_GPU_SHAPES[] = {
     { 1, 1, 1 }, { 17, 33, 9 }, { 1, 8, 8 }, { 130, 520, 264 }, { 200, 123, 150 },
-    { 1000, 1000, 1000 }, { 3001, 520, 40 },
+    { 70, 7, 300 }, { 1000, 1000, 1000 }, { 1000, 999, 1001 }, { 3001, 520, 40 },
 };
-static const struct flow_shapes TMA_SHAPES = { TMA_GPU_SHAPES, TMA_GPU_SHAPES, .n = 7 };
+static const struct flow_shapes TMA_SHAPES = { TMA_GPU_SHAPES, TMA_GPU_SHAPES, .n = 9 };
 
 /* the sweep's other two rings (step 2): small odd shapes, and two that take the 16-byte path */
 static const struct gemm_shape SWEEP_SHAPES[] = {
@@ -90,8 +96,8 @@ static const struct gemm_shape SWEEP_SHAPES[] = {
 static const struct gemm_shape BENCH_SHAPES[] = {
     { 1024, 1024, 1024 }, { 2048, 2048, 2048 }, { 4096, 4096, 4096 },
     { 3999, 4000, 4008 },  /* odd m, k and n multiples of 8 but not of the tile: TMA runs */
-    { 1000, 999, 1001 },   /* odd k and n: no 16-byte row starts, the narrow path; the TMA
-                            * steps hand it to step 2 */
+    { 1000, 999, 1001 },   /* odd k and n: no 16-byte row starts; steps 2 to 4 multiply
+                            * padded copies, step 1 and the baseline copy one bf16 at a time */
 };
 #define SPEED_SIZE 4096 /* the speed tests', and the stage-count sweep's only bench shape */
 
@@ -435,6 +441,59 @@ static int bench_mma_peak(struct results *out, const struct device_info *info)
     return 0;
 }
 
+/* The reference's padded copies of A and B (pad_rows.cu, linked as ref_), timed alone: what
+ * steps 2 to 4 pay before their GEMM where k or n is not a multiple of 8. Weak, as the
+ * mma.sync roof. */
+extern void ref_gemm_pad_rows(const gemm_bf16 *d_a, const gemm_bf16 *d_b, int m, int k, int n,
+                              struct gemm_padded *p) __attribute__((weak));
+extern void ref_gemm_pad_rows_free(struct gemm_padded *p) __attribute__((weak));
+
+struct pad_launch {
+    const gemm_bf16 *d_a, *d_b;
+    struct gemm_shape s;
+};
+
+static void run_pad(void *ctx)
+{
+    struct pad_launch *l = ctx;
+    struct gemm_padded p;
+    ref_gemm_pad_rows(l->d_a, l->d_b, l->s.m, l->s.k, l->s.n, &p);
+    ref_gemm_pad_rows_free(&p);
+}
+
+static size_t padded(int cols)
+{
+    return (size_t)(cols + 7) / 8 * 8;
+}
+
+/* the row "pad_rows" at each bench shape whose k or n is not a multiple of 8: its time, and
+ * its bytes over that time (the matrices it copies read, their padded copies written) */
+static int bench_pad_rows(struct results *out)
+{
+    for (size_t i = 0; i < sizeof BENCH_SHAPES / sizeof BENCH_SHAPES[0]; i++) {
+        struct gemm_shape s = BENCH_SHAPES[i];
+        int copy_a = s.k % 8 != 0, copy_b = s.n % 8 != 0;
+        if (!copy_a && !copy_b)
+            continue;
+        size_t a_elems = (size_t)s.m * s.k, b_elems = (size_t)s.k * s.n;
+        struct pad_launch l = { dbuf_alloc_input(a_elems * 2, "d_a"),
+                                dbuf_alloc_input(b_elems * 2, "d_b"), s };
+        /* the copies move bits: what the inputs hold does not matter to their time */
+        struct timing t = gpu_time(run_pad, &l, 2, 10);
+        dbuf_free((void *)l.d_a);
+        dbuf_free((void *)l.d_b);
+        double bytes = copy_a ? 2.0 * (a_elems + (size_t)s.m * padded(s.k)) : 0.0;
+        bytes += copy_b ? 2.0 * (b_elems + (size_t)s.k * padded(s.n)) : 0.0;
+        char shape[48];
+        snprintf(shape, sizeof shape, "%dx%dx%d", s.m, s.k, s.n);
+        results_row(out, CHAPTER, "pad_rows", shape, t.median_ms, bytes / t.median_ms / 1e6,
+                    0.0);
+        printf("%-16s %-10s %10.4f %10.1f   GB/s (the padded copies of A and B alone)\n", shape,
+               "pad_rows", t.median_ms, bytes / t.median_ms / 1e6);
+    }
+    return 0;
+}
+
 /* a rung the bench leaves out: not in this build, not for this device, or the stage-count
  * sweep away from its one shape */
 static int bench_skip(int v, const void *shape, const struct device_info *info)
@@ -449,8 +508,11 @@ static int bench_skip(int v, const void *shape, const struct device_info *info)
 
 static int bench_extra(struct results *out, const struct device_info *info)
 {
-    if (ref_gemm_mma_sync_peak && 10 * info->cc_major + info->cc_minor >= 80)
-        return bench_mma_peak(out, info);
+    if (ref_gemm_mma_sync_peak && 10 * info->cc_major + info->cc_minor >= 80 &&
+        bench_mma_peak(out, info) != 0)
+        return 1;
+    if (ref_gemm_pad_rows && ref_gemm_pad_rows_free)
+        return bench_pad_rows(out);
     return 0;
 }
 

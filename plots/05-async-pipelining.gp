@@ -4,9 +4,10 @@
 load "plots/style.gp"
 
 ceiling = "cublas"
-# the sweep's rows ("stages:N") are not rungs, nor is the roof of the mma.sync path
-stats data using (strstrt(strcol(KERNEL), "stages:") || strcol(KERNEL) eq "mma_sync_peak" ? \
-    0 : _add(strcol(KERNEL))) nooutput
+# the sweep's rows ("stages:N") are not rungs, nor are the roof of the mma.sync path and the
+# padded copies that steps 2 to 4 make at odd shapes (pad_rows)
+stats data using (strstrt(strcol(KERNEL), "stages:") || strcol(KERNEL) eq "mma_sync_peak" || \
+    strcol(KERNEL) eq "pad_rows" ? 0 : _add(strcol(KERNEL))) nooutput
 mma_peak = NaN
 stats data using (strcol(KERNEL) eq "mma_sync_peak" ? (mma_peak = column(GFLOPS) / 1000, 0) : 0) \
     nooutput

@@ -5,9 +5,10 @@
  *   B is k x n bf16 (element (i, c) at d_b[i * n + c]),
  *   C is m x n fp32 (element (r, c) at d_c[r * n + c]).
  * Any m, k, n >= 1: nothing is a multiple of the tile, and k or n need not be a multiple of 8
- * (then a row of A or B does not start on a 16-byte boundary, and the 16-byte copies give way
- * to narrower ones: see README.md). Each launcher launches on the default stream, checks the
- * launch, and returns without synchronising.
+ * (then a row of A or B does not start on a 16-byte boundary, and no 16-byte copy can take it:
+ * the baseline and step 1 copy such rows one bf16 at a time, steps 2 to 4 multiply copies padded
+ * to 16-byte rows, pad_rows.h: see README.md). Each launcher launches on the default stream,
+ * checks the launch, and returns without synchronising.
  *
  * The header is C, for the grader: a bf16 is passed as its 16 bits (gemm_bf16, the same two
  * bytes as CUDA's __nv_bfloat16, which only C++ knows); the kernels reinterpret the pointers.
@@ -56,9 +57,10 @@ void gemm_ring_4(const gemm_bf16 *d_a, const gemm_bf16 *d_b, float *d_c, int m, 
 
 /* Step 3 (step3_tma_sm90.cu, sm_90 and later): TMA copies, an mbarrier ring, a producer warp.
  * Step 4 (step4_wgmma_sm90a.cu, sm_90a: compute capability 9.0 only): wgmma, setmaxnreg.
- * Both take the shapes TMA can describe (k and n multiples of 8, 16-byte aligned bases) and
- * hand the others to gemm_ring. The CPU backend leaves their files out (TMA, mbarrier and wgmma
- * are PTX it cannot run): there these two are not linked. */
+ * TMA describes rows that start on 16 bytes only (k and n multiples of 8, 16-byte aligned
+ * bases): for other shapes both describe padded copies (pad_rows.h). The CPU backend leaves
+ * their files out (TMA, mbarrier and wgmma are PTX it cannot run): there these two are not
+ * linked. */
 void gemm_tma(const gemm_bf16 *d_a, const gemm_bf16 *d_b, float *d_c, int m, int k, int n);
 void gemm_wgmma(const gemm_bf16 *d_a, const gemm_bf16 *d_b, float *d_c, int m, int k, int n);
 

@@ -12,7 +12,10 @@
  * of the next STAGES - 1 tiles in flight while one is multiplied, the math ldsm_x4 and
  * mma_16816. A ring that needs over 48 KB of shared memory a block must be allowed it
  * (cudaFuncSetAttribute) and must fit what the device allows (ask it:
- * cudaDevAttrMaxSharedMemoryPerBlockOptin).
+ * cudaDevAttrMaxSharedMemoryPerBlockOptin). Rows that do not start on 16 bytes (k or n not a
+ * multiple of 8) cannot take 16-byte copies: gemm_pad_rows (pad_rows.h, given) copies such a
+ * matrix into rows padded with zeros to a multiple of 8 and hands back the copy and its pitch,
+ * for the kernel to read with the same 16-byte copies (gemm_pad_rows_free after the launch).
  *
  * What the grader measures (make grade CH=05 STEP=2):
  *   - gemm_ring's C on step 1's shapes (1x1x1, 17x33x9, 100x72x130, 200x123x150, 1000^3 and
@@ -28,6 +31,7 @@
 
 #include "tile.cuh"       /* THREADS, PAD, bf16, rows_are_16b_aligned, load_tile_sync */
 #include "mma_sync.cuh"   /* ldsm_frag, ldsm_x4 (ldmatrix), mma_16816 (mma.sync m16n8k16) */
+#include "pad_rows.h"     /* gemm_pad_rows, gemm_pad_rows_free: rows padded to 16 bytes */
 
 template <int STAGES>
 static __global__ void __launch_bounds__(THREADS, 1)

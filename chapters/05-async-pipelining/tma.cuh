@@ -7,7 +7,8 @@
  *   mbar_init, mbar_arrive_expect_tx, mbar_arrive, mbar_wait   an mbarrier in shared memory
  *   tma_load_2d                                                one box, its bytes counted there
  * Host side:
- *   make_map(who, base, rows, cols, box_rows, box_cols, swizzle)  a row-major bf16 matrix
+ *   make_map(who, base, rows, cols, pitch, box_rows, box_cols, swizzle)  a row-major bf16
+ *                                                                         matrix
  *
  * Given: the instructions, wrapped; what the steps are about is how the producer and the
  * consumers use them. Hopper only: the CPU backend leaves the files that include this out. */
@@ -91,17 +92,20 @@ static inline PFN_cuTensorMapEncodeTiled_v12000 encode_tiled(const char *who)
     return fn;
 }
 
-/* A rows x cols row-major bf16 matrix, read in boxes of box_rows x box_cols; zeros outside.
- * `who` names the caller in the error message. With a swizzle, a box row may span at most
- * the swizzle's width (128 bytes for CU_TENSOR_MAP_SWIZZLE_128B). */
+/* A rows x cols row-major bf16 matrix whose rows start `pitch` elements apart (pitch >= cols;
+ * the elements between cols and pitch are never read), read in boxes of box_rows x box_cols;
+ * zeros outside. TMA needs the base 16-byte aligned and the pitch a multiple of 8 bf16 (16
+ * bytes): gemm_pad_rows (pad_rows.h) makes a copy that is. `who` names the caller in the error
+ * message. With a swizzle, a box row may span at most the swizzle's width (128 bytes for
+ * CU_TENSOR_MAP_SWIZZLE_128B). */
 static inline CUtensorMap make_map(const char *who, const __nv_bfloat16 *base, int rows,
-                                   int cols, int box_rows, int box_cols,
+                                   int cols, int pitch, int box_rows, int box_cols,
                                    CUtensorMapSwizzle swizzle)
 {
     CUtensorMap map;
     cuuint64_t dims[2] = { (cuuint64_t)cols, (cuuint64_t)rows };  /* innermost first */
     /* the row stride in bytes, which TMA needs a multiple of 16 */
-    cuuint64_t strides[1] = { (cuuint64_t)cols * sizeof(__nv_bfloat16) };
+    cuuint64_t strides[1] = { (cuuint64_t)pitch * sizeof(__nv_bfloat16) };
     cuuint32_t box[2] = { (cuuint32_t)box_cols, (cuuint32_t)box_rows };
     cuuint32_t elem_strides[2] = { 1, 1 };
     CUresult r = encode_tiled(who)(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2,
@@ -110,8 +114,8 @@ static inline CUtensorMap make_map(const char *who, const __nv_bfloat16 *base, i
                                    CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
                                    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE /* zeros past the edges */);
     if (r != CUDA_SUCCESS) {
-        fprintf(stderr, "%s: cuTensorMapEncodeTiled failed (CUresult %d) for %dx%d\n", who,
-                (int)r, rows, cols);
+        fprintf(stderr, "%s: cuTensorMapEncodeTiled failed (CUresult %d) for %dx%d, rows %d "
+                        "apart\n", who, (int)r, rows, cols, pitch);
         exit(EXIT_FAILURE);
     }
     return map;

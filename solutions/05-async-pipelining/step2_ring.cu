@@ -29,13 +29,21 @@
  *
  * Bank conflicts: rows padded by 8 bf16 (16 bytes) as in step 1. A row of the A tile is then
  * 144 bytes and of the B tile 528 bytes, both an odd multiple of 16, so the eight 16-byte rows
- * of one ldmatrix phase fall in eight different groups of four banks. */
+ * of one ldmatrix phase fall in eight different groups of four banks.
+ *
+ * Rows that do not start on 16 bytes (k or n not a multiple of 8): the launcher first copies
+ * such a matrix into rows padded with zeros to a multiple of 8 (gemm_pad_rows, given), and the
+ * kernel reads the copy, its rows lda or ldb apart, with the same 16-byte copies. (The first
+ * version copied such tiles one bf16 at a time through registers, inside the loop, as step 1
+ * does: synchronous copies in a kernel built to hide them, and at 1000x999x1001 on the H200
+ * the slowest rung of the chapter, step 1 and the baseline included.) */
 #include <stdint.h>
 
 #include <cuda_pipeline.h>
 
 #include "tile.cuh"
 #include "mma_sync.cuh" /* ldsm_frag, ldsm_x4 and mma_16816: ldmatrix and mma.sync */
+#include "pad_rows.h"   /* gemm_pad_rows: the padded copies of A and B */
 
 #define RING_BM 128                       /* rows of C a block */
 #define RING_BN 256                       /* columns of C a block */
@@ -74,17 +82,15 @@ struct ring_stage {
  * A tile that lies wholly inside the matrices (every tile of an interior block but the last
  * along a ragged k) takes the short path: an add and a cp.async a piece. The others check each
  * piece and zero-fill what lies past the edge, its source clamped to the matrix's base so that
- * no address outside the matrix is formed. Rows that are not 16-byte aligned (k or n not a
- * multiple of 8) go one bf16 at a time through registers, as the baseline does.
- *
- * VEC: both matrices' rows are 16-byte aligned (the common case, and a kernel of its own: the
- * registers path's code then stays out of the main loop, whose SASS it doubled).
+ * no address outside the matrix is formed. Rows are lda and ldb elements apart, multiples of 8
+ * (the launcher's padded copies where k or n is not): a piece that starts before column k (or
+ * n) ends inside its row, and what it holds past k is the copy's zeros.
  *
  * issue(st, part, parts) copies the pieces i with i % parts == part, so that a tile's copies
  * can go out in parts between the products; the last part moves the copier on to the next
  * tile. (part and parts are constants once the kernel's loops are unrolled, and the tests on
  * them vanish.) */
-template <int BK, bool VEC>
+template <int BK>
 struct ring_copier {
     typedef ring_stage<BK> S;
     static constexpr int A_PIECES = RING_BM * BK / 8 / THREADS;   /* 4 a thread (BK = 64) */
@@ -103,12 +109,10 @@ struct ring_copier {
     unsigned a_rows_in;          /* bit i: piece i of A lies in a row < m */
     bool b_col_in;               /* this thread's column of B is < n */
     bool interior;               /* the block's rows and columns all lie inside C */
-    bool vec_a, vec_b;
 
-    __device__ __forceinline__ ring_copier(const bf16 *a_, const bf16 *b_, int m_, int k_, int n_,
-                                           int row0_, int col0_, bool vec_a_, bool vec_b_)
-        : a(a_), b(b_), k0(0), k(k_), m(m_), n(n_), row0(row0_), col0(col0_), vec_a(vec_a_),
-          vec_b(vec_b_)
+    __device__ __forceinline__ ring_copier(const bf16 *a_, int lda, const bf16 *b_, int ldb,
+                                           int m_, int k_, int n_, int row0_, int col0_)
+        : a(a_), b(b_), k0(0), k(k_), m(m_), n(n_), row0(row0_), col0(col0_)
     {
         a_row = threadIdx.x / (BK / 8);
         a_col = threadIdx.x % (BK / 8) * 8;
@@ -121,11 +125,11 @@ struct ring_copier {
         b_col_in = col0 + b_col < n;
         interior = row0 + RING_BM <= m && col0 + RING_BN <= n;
         /* offsets, not pointers: a pointer is formed only for a piece inside the matrix */
-        a_next = (size_t)(row0 + a_row) * k + a_col;
-        b_next = (size_t)b_row * n + col0 + b_col;
-        a_stride = (size_t)A_STEP * k;
-        b_stride = (size_t)B_STEP * n;
-        b_tile = (size_t)BK * n;
+        a_next = (size_t)(row0 + a_row) * lda + a_col;
+        b_next = (size_t)b_row * ldb + col0 + b_col;
+        a_stride = (size_t)A_STEP * lda;
+        b_stride = (size_t)B_STEP * ldb;
+        b_tile = (size_t)BK * ldb;
     }
 
     /* start part `part` of `parts` of the next tile's copies into stage st */
@@ -133,7 +137,7 @@ struct ring_copier {
     {
         bf16 *s_a = st + a_row * S::LDA + a_col;
         bf16 *s_b = st + S::A + b_row * RING_LDB + b_col;
-        const bool whole = VEC && interior && k0 + BK <= k;
+        const bool whole = interior && k0 + BK <= k;
         if (whole) {
 #pragma unroll
             for (int i = 0; i < A_PIECES; i++)
@@ -146,32 +150,22 @@ struct ring_copier {
                     __pipeline_memcpy_async(s_b + i * B_STEP * RING_LDB, b + b_next + i * b_stride,
                                             16);
         } else {
-            if (!VEC && !vec_a) {
-                if (part == 0)
-                    load_tile_sync<RING_BM, BK, S::LDA>(st, a, m, k, row0, k0, false);
-            } else {
-                const bool k_in = k0 + a_col < k; /* k % 8 == 0: a piece is all in or all out */
+            const bool k_in = k0 + a_col < k; /* all 8 inside the row; past k, the pad's zeros */
 #pragma unroll
-                for (int i = 0; i < A_PIECES; i++) {
-                    if (i % parts != part)
-                        continue;
-                    bool in = k_in && (a_rows_in >> i & 1);
-                    __pipeline_memcpy_async(s_a + i * A_STEP * S::LDA,
-                                            in ? a + a_next + i * a_stride : a, 16, in ? 0 : 16);
-                }
+            for (int i = 0; i < A_PIECES; i++) {
+                if (i % parts != part)
+                    continue;
+                bool in = k_in && (a_rows_in >> i & 1);
+                __pipeline_memcpy_async(s_a + i * A_STEP * S::LDA,
+                                        in ? a + a_next + i * a_stride : a, 16, in ? 0 : 16);
             }
-            if (!VEC && !vec_b) {
-                if (part == 0)
-                    load_tile_sync<BK, RING_BN, RING_LDB>(st + S::A, b, k, n, k0, col0, false);
-            } else {
 #pragma unroll
-                for (int i = 0; i < B_PIECES; i++) {
-                    if (i % parts != part)
-                        continue;
-                    bool in = b_col_in && k0 + b_row + i * B_STEP < k;
-                    __pipeline_memcpy_async(s_b + i * B_STEP * RING_LDB,
-                                            in ? b + b_next + i * b_stride : b, 16, in ? 0 : 16);
-                }
+            for (int i = 0; i < B_PIECES; i++) {
+                if (i % parts != part)
+                    continue;
+                bool in = b_col_in && k0 + b_row + i * B_STEP < k;
+                __pipeline_memcpy_async(s_b + i * B_STEP * RING_LDB,
+                                        in ? b + b_next + i * b_stride : b, 16, in ? 0 : 16);
             }
         }
         if (part == parts - 1) { /* on to the next tile */
@@ -202,10 +196,12 @@ __device__ __forceinline__ void load_fragments(ldsm_frag (&fa)[RING_FM], ldsm_fr
  * instantiation of the template below) */
 extern __shared__ __align__(128) bf16 smem[];
 
-template <int BK, int STAGES, bool VEC>
+/* C (m x n, rows n apart) = A (m x k, rows lda apart) B (k x n, rows ldb apart); lda and ldb
+ * multiples of 8 and the bases 16-byte aligned */
+template <int BK, int STAGES>
 static __global__ void __launch_bounds__(THREADS, 1)
-gemm_ring_kernel(const bf16 *__restrict__ a, const bf16 *__restrict__ b, float *__restrict__ c,
-                 int m, int k, int n, bool vec_a, bool vec_b)
+gemm_ring_kernel(const bf16 *__restrict__ a, int lda, const bf16 *__restrict__ b, int ldb,
+                 float *__restrict__ c, int m, int k, int n)
 {
 #if GEMM_BF16_MMA
     /* stage s: A at smem + s * S::ELEMS, B right after it */
@@ -234,7 +230,7 @@ gemm_ring_kernel(const bf16 *__restrict__ a, const bf16 *__restrict__ b, float *
     const int a_off = (warp_row * RING_WM + lane % 16) * S::LDA + (lane / 16) * 8;
     const int b_off = (lane % 16) * RING_LDB + warp_col * RING_WN + (lane / 16) * 8;
 
-    ring_copier<BK, VEC> copier(a, b, m, k, n, row0, col0, vec_a, vec_b);
+    ring_copier<BK> copier(a, lda, b, ldb, m, k, n, row0, col0);
 
     /* prologue: tiles 0 .. STAGES - 2 in flight, one commit group each (empty groups past the
      * last tile keep the count of groups, and so wait_prior's argument, the same) */
@@ -323,51 +319,46 @@ gemm_ring_kernel(const bf16 *__restrict__ a, const bf16 *__restrict__ b, float *
 #endif
 }
 
-template <int BK, int STAGES, bool VEC>
-static void launch_ring(const bf16 *a, const bf16 *b, float *c, int m, int k, int n,
-                        size_t smem_bytes, bool vec_a, bool vec_b)
-{
-    /* over 48 KB of dynamic shared memory a block must be allowed explicitly */
-    CUDA_CHECK(cudaFuncSetAttribute(gemm_ring_kernel<BK, STAGES, VEC>,
-                                    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_bytes));
-    dim3 grid(cdiv(n, RING_BN), cdiv(m, RING_BM));
-    gemm_ring_kernel<BK, STAGES, VEC><<<grid, THREADS, smem_bytes>>>(a, b, c, m, k, n, vec_a,
-                                                                     vec_b);
-    CUDA_CHECK(cudaGetLastError());
-}
-
+/* A and B as gemm_pad_rows hands them over: 16-byte aligned rows, lda and ldb apart */
 template <int BK, int STAGES>
-static void launch_ring(const bf16 *a, const bf16 *b, float *c, int m, int k, int n,
+static void launch_ring(const struct gemm_padded *p, float *c, int m, int k, int n,
                         size_t smem_bytes)
 {
-    const bool vec_a = rows_are_16b_aligned(a, k), vec_b = rows_are_16b_aligned(b, n);
-    if (vec_a && vec_b)
-        launch_ring<BK, STAGES, true>(a, b, c, m, k, n, smem_bytes, true, true);
-    else
-        launch_ring<BK, STAGES, false>(a, b, c, m, k, n, smem_bytes, vec_a, vec_b);
+    /* over 48 KB of dynamic shared memory a block must be allowed explicitly */
+    CUDA_CHECK(cudaFuncSetAttribute(gemm_ring_kernel<BK, STAGES>,
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_bytes));
+    dim3 grid(cdiv(n, RING_BN), cdiv(m, RING_BM));
+    gemm_ring_kernel<BK, STAGES><<<grid, THREADS, smem_bytes>>>(
+        reinterpret_cast<const bf16 *>(p->a), p->lda, reinterpret_cast<const bf16 *>(p->b),
+        p->ldb, c, m, k, n);
+    CUDA_CHECK(cudaGetLastError());
 }
 
 /* STAGES stages of 64 of k where the device gives a block room for them (sm_90: 227 KB, sm_80:
  * 163 KB), else of 32 of k (sm_86 and sm_89 give 99 KB: 3 stages of 64 would need 161 KB, of 32
- * they take 88 KB). The launcher asks the device rather than assuming one. */
+ * they take 88 KB). The launcher asks the device rather than assuming one. Rows that are not
+ * 16-byte aligned are copied first into padded ones (gemm_pad_rows), whose workspace goes back
+ * in stream order right after the launch. */
 template <int STAGES>
 static void gemm_ring_n(const gemm_bf16 *d_a, const gemm_bf16 *d_b, float *d_c, int m, int k, int n)
 {
-    const bf16 *a = reinterpret_cast<const bf16 *>(d_a), *b = reinterpret_cast<const bf16 *>(d_b);
     const size_t need64 = STAGES * ring_stage<64>::BYTES;
     const size_t need32 = STAGES * ring_stage<32>::BYTES;
     int dev = 0, optin = 0;
     CUDA_CHECK(cudaGetDevice(&dev));
     CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    if (need64 <= (size_t)optin) {
-        launch_ring<64, STAGES>(a, b, d_c, m, k, n, need64);
-    } else if (need32 <= (size_t)optin) {
-        launch_ring<32, STAGES>(a, b, d_c, m, k, n, need32);
-    } else {
+    if (need32 > (size_t)optin) {
         fprintf(stderr, "gemm_ring: %d stages need %zu bytes of shared memory a block; this "
                         "device allows %d\n", STAGES, need32, optin);
         CUDA_CHECK(cudaErrorInvalidConfiguration);
     }
+    struct gemm_padded p;
+    gemm_pad_rows(d_a, d_b, m, k, n, &p);
+    if (need64 <= (size_t)optin)
+        launch_ring<64, STAGES>(&p, d_c, m, k, n, need64);
+    else
+        launch_ring<32, STAGES>(&p, d_c, m, k, n, need32);
+    gemm_pad_rows_free(&p);
 }
 
 extern "C" {

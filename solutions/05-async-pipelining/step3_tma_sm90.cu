@@ -10,17 +10,20 @@
  * __syncthreads in the loop.
  *
  * Limits, said plainly: TMA needs every row stride but the innermost to be a multiple of 16
- * bytes, so k and n must be multiples of 8 (and the bases 16-byte aligned); other shapes run
- * step 2 (gemm_ring) instead. Without swizzling, WMMA's fragment loads from a dense box still
- * meet bank conflicts, so the boxes are 16 bf16 (32 bytes) wide, which keeps them to two-way;
- * the swizzled layouts that remove them are what wgmma reads (step 4, not here).
+ * bytes (and the bases 16-byte aligned), so where k or n is not a multiple of 8 the launcher
+ * first copies A or B into rows padded to one (gemm_pad_rows, given), and the tensor map
+ * describes the copy: the same kernel, its rows further apart. Without swizzling, WMMA's
+ * fragment loads from a dense box still meet bank conflicts, so the boxes are 16 bf16 (32
+ * bytes) wide, which keeps them to two-way; the swizzled layouts that remove them are what
+ * wgmma reads (step 4, not here).
  * Expect: faster than step 1, whose tile and WMMA math it keeps, because no thread spends
  * issue slots on copies or waits at a block-wide barrier; not faster than step 2, whose
  * ldmatrix feed and larger tile it does not have (the grader asks only 0.36x step 2's
  * reference at 4096^3): it is still capped by mma.sync, which step 4 replaces. The CPU
  * backend cannot run TMA or inline PTX: this file is left out of emu builds. */
 #include "tile.cuh"
-#include "tma.cuh"  /* the mbarrier and TMA helpers, and make_map, shared with step 4 */
+#include "tma.cuh"       /* the mbarrier and TMA helpers, and make_map, shared with step 4 */
+#include "pad_rows.h"    /* gemm_pad_rows: rows padded to 16 bytes where k or n asks for it */
 
 #define TMA_STAGES 4
 #define CONSUMERS 8                              /* warps that multiply */
@@ -127,12 +130,6 @@ gemm_tma_kernel(const __grid_constant__ CUtensorMap map_a,
 extern "C" void gemm_tma(const gemm_bf16 *d_a, const gemm_bf16 *d_b, float *d_c, int m, int k,
                          int n)
 {
-    const bf16 *a = reinterpret_cast<const bf16 *>(d_a), *b = reinterpret_cast<const bf16 *>(d_b);
-    /* TMA's global strides must be multiples of 16 bytes: otherwise step 2 does the job */
-    if (!rows_are_16b_aligned(a, k) || !rows_are_16b_aligned(b, n)) {
-        gemm_ring(d_a, d_b, d_c, m, k, n);
-        return;
-    }
     int dev, major;
     CUDA_CHECK(cudaGetDevice(&dev));
     CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
@@ -140,11 +137,20 @@ extern "C" void gemm_tma(const gemm_bf16 *d_a, const gemm_bf16 *d_b, float *d_c,
         fprintf(stderr, "gemm_tma: needs sm_90 (TMA); this device is sm_%d\n", major);
         exit(EXIT_FAILURE);
     }
-    CUtensorMap map_a = make_map("gemm_tma", a, m, k, GEMM_BM, BOX_W, CU_TENSOR_MAP_SWIZZLE_NONE);
-    CUtensorMap map_b = make_map("gemm_tma", b, k, n, GEMM_BK, BOX_W, CU_TENSOR_MAP_SWIZZLE_NONE);
+    /* TMA's global strides must be multiples of 16 bytes: where a row of A or B does not start
+     * on 16 bytes, the maps describe a copy whose rows do (lda, ldb), not the matrix itself.
+     * The maps still say k and n columns: past them the unit fills zeros, as at any edge. */
+    struct gemm_padded p;
+    gemm_pad_rows(d_a, d_b, m, k, n, &p);
+    const bf16 *a = reinterpret_cast<const bf16 *>(p.a), *b = reinterpret_cast<const bf16 *>(p.b);
+    CUtensorMap map_a = make_map("gemm_tma", a, m, k, p.lda, GEMM_BM, BOX_W,
+                                 CU_TENSOR_MAP_SWIZZLE_NONE);
+    CUtensorMap map_b = make_map("gemm_tma", b, k, n, p.ldb, GEMM_BK, BOX_W,
+                                 CU_TENSOR_MAP_SWIZZLE_NONE);
     CUDA_CHECK(cudaFuncSetAttribute(gemm_tma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     TMA_SMEM));
     dim3 grid(cdiv(n, GEMM_BN), cdiv(m, GEMM_BM));
     gemm_tma_kernel<<<grid, TMA_THREADS, TMA_SMEM>>>(map_a, map_b, d_c, m, k, n);
     CUDA_CHECK(cudaGetLastError());
+    gemm_pad_rows_free(&p); /* in stream order: after the kernel has read the copies */
 }

@@ -28,16 +28,20 @@
  * transposed (imm-trans-b = 1), and its descriptor gives the distance between 64-column
  * boxes (leading byte offset, 8 KB) and between 8-row blocks of k (stride byte offset, 1 KB).
  *
- * Limits, said plainly: as in step 3, TMA needs k and n to be multiples of 8 (and the bases
- * 16-byte aligned); other shapes run step 2 (gemm_ring), which is what step 3 would run for
- * them too. The CPU backend cannot run any of this: the file is left out of emu builds.
+ * Limits, said plainly: as in step 3, TMA needs rows that start on 16 bytes: where k or n is
+ * not a multiple of 8 (or a base is not 16-byte aligned), the launcher first copies A or B
+ * into rows padded to a multiple of 8 (gemm_pad_rows, given) and the tensor maps describe the
+ * copies. C is not copied: its rows stay n apart, and the epilogue stores pairs of columns
+ * only where n is even (and C 8-byte aligned), else one float at a time. The CPU backend
+ * cannot run any of this: the file is left out of emu builds.
  * Expect: several times step 3 (the grader asks 2.9x at 4096^3), and close to cuBLAS BF16
  * (which uses wgmma too), because the
  * warps no longer load fragments or wait for each product: the tensor cores read both operands
  * from shared memory while the next stage's copies land. */
-#include "tile.cuh"   /* bf16, rows_are_16b_aligned */
+#include "tile.cuh"   /* bf16 */
 #include "tma.cuh"    /* the mbarrier and TMA helpers, make_map */
 #include "wgmma.cuh"  /* smem_desc, fence_acc, the wgmma fences and waits */
+#include "pad_rows.h" /* gemm_pad_rows: rows padded to 16 bytes where k or n asks for it */
 
 #define WG_BM 128                              /* rows of C a block */
 #define WG_BN 256                              /* columns of C a block */
@@ -87,10 +91,12 @@ static __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[WG_ACC], uint
 
 #endif
 
+/* C (m x n fp32, rows n apart) = A B, A and B read through their tensor maps. pairs: n is
+ * even and C 8-byte aligned, so the epilogue may store two columns at once. */
 static __global__ void __launch_bounds__(WG_THREADS, 1)
 gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a,
                   const __grid_constant__ CUtensorMap map_b, float *__restrict__ c, int m, int k,
-                  int n)
+                  int n, bool pairs)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     /* the 128-byte swizzle repeats every 1 KB and wgmma computes it from the address bits, so
@@ -181,19 +187,39 @@ gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a,
         /* The accumulator layout of wgmma m64nN (fp32): thread `lane` of warp `warp` holds,
          * for each 8 columns j, rows warp * 16 + lane / 4 (acc[4 j], acc[4 j + 1]) and 8 below
          * (acc[4 j + 2], acc[4 j + 3]), at columns 8 j + 2 (lane % 4) and the one after.
-         * n % 8 == 0 and the column even: both columns are inside when the first is, and the
-         * pair is 8-byte aligned. */
+         * With n even the column even: both columns are inside when the first is, and, C
+         * 8-byte aligned, the pair is too. With n odd, a row starts on an odd float every
+         * other row, and the second column may be past the edge: one float at a time. */
         int row = row0 + half * 64 + warp * 16 + lane / 4;
         int col = col0 + 2 * (lane % 4);
+        if (pairs) {
 #pragma unroll
-        for (int j = 0; j < WG_BN / 8; j++) {
-            if (col + 8 * j < n) {
-                if (row < m)
-                    *reinterpret_cast<float2 *>(c + (size_t)row * n + col + 8 * j) =
-                        make_float2(acc[4 * j], acc[4 * j + 1]);
-                if (row + 8 < m)
-                    *reinterpret_cast<float2 *>(c + (size_t)(row + 8) * n + col + 8 * j) =
-                        make_float2(acc[4 * j + 2], acc[4 * j + 3]);
+            for (int j = 0; j < WG_BN / 8; j++) {
+                if (col + 8 * j < n) {
+                    if (row < m)
+                        *reinterpret_cast<float2 *>(c + (size_t)row * n + col + 8 * j) =
+                            make_float2(acc[4 * j], acc[4 * j + 1]);
+                    if (row + 8 < m)
+                        *reinterpret_cast<float2 *>(c + (size_t)(row + 8) * n + col + 8 * j) =
+                            make_float2(acc[4 * j + 2], acc[4 * j + 3]);
+                }
+            }
+        } else {
+#pragma unroll
+            for (int j = 0; j < WG_BN / 8; j++) {
+                int cj = col + 8 * j;
+                if (cj < n) {
+                    if (row < m) {
+                        c[(size_t)row * n + cj] = acc[4 * j];
+                        if (cj + 1 < n)
+                            c[(size_t)row * n + cj + 1] = acc[4 * j + 1];
+                    }
+                    if (row + 8 < m) {
+                        c[(size_t)(row + 8) * n + cj] = acc[4 * j + 2];
+                        if (cj + 1 < n)
+                            c[(size_t)(row + 8) * n + cj + 1] = acc[4 * j + 3];
+                    }
+                }
             }
         }
     }
@@ -205,7 +231,6 @@ gemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a,
 extern "C" void gemm_wgmma(const gemm_bf16 *d_a, const gemm_bf16 *d_b, float *d_c, int m,
                            int k, int n)
 {
-    const bf16 *a = reinterpret_cast<const bf16 *>(d_a), *b = reinterpret_cast<const bf16 *>(d_b);
     /* once a device: sm_90a code runs on compute capability 9.0 exactly, not before it and not
      * after; and a block may use over 48 KB of shared memory only once it is allowed to */
     static int ready_dev = -1;
@@ -225,17 +250,19 @@ extern "C" void gemm_wgmma(const gemm_bf16 *d_a, const gemm_bf16 *d_b, float *d_
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM));
         ready_dev = dev;
     }
-    /* TMA's global strides must be multiples of 16 bytes, and the stores of C go in 8-byte
-     * pairs: otherwise step 2 does the job (step 3 would hand these shapes to it too) */
-    if (!rows_are_16b_aligned(a, k) || !rows_are_16b_aligned(b, n) ||
-        (reinterpret_cast<uintptr_t>(d_c) & 7) != 0) {
-        gemm_ring(d_a, d_b, d_c, m, k, n);
-        return;
-    }
-    CUtensorMap map_a = make_map("gemm_wgmma", a, m, k, WG_BM, WG_BK, CU_TENSOR_MAP_SWIZZLE_128B);
-    CUtensorMap map_b = make_map("gemm_wgmma", b, k, n, WG_BK, WG_B_BOX_W,
+    /* TMA's global strides must be multiples of 16 bytes: where a row of A or B does not start
+     * on 16 bytes, the maps describe a copy whose rows do (lda, ldb), as in step 3. The maps
+     * still say k and n columns, and the kernel n: C's rows are n apart, not ldb. */
+    struct gemm_padded p;
+    gemm_pad_rows(d_a, d_b, m, k, n, &p);
+    const bf16 *a = reinterpret_cast<const bf16 *>(p.a), *b = reinterpret_cast<const bf16 *>(p.b);
+    CUtensorMap map_a = make_map("gemm_wgmma", a, m, k, p.lda, WG_BM, WG_BK,
                                  CU_TENSOR_MAP_SWIZZLE_128B);
+    CUtensorMap map_b = make_map("gemm_wgmma", b, k, n, p.ldb, WG_BK, WG_B_BOX_W,
+                                 CU_TENSOR_MAP_SWIZZLE_128B);
+    const bool pairs = n % 2 == 0 && (reinterpret_cast<uintptr_t>(d_c) & 7) == 0;
     dim3 grid(cdiv(n, WG_BN), cdiv(m, WG_BM));
-    gemm_wgmma_kernel<<<grid, WG_THREADS, WG_SMEM>>>(map_a, map_b, d_c, m, k, n);
+    gemm_wgmma_kernel<<<grid, WG_THREADS, WG_SMEM>>>(map_a, map_b, d_c, m, k, n, pairs);
     CUDA_CHECK(cudaGetLastError());
+    gemm_pad_rows_free(&p); /* in stream order: after the kernel has read the copies */
 }
