@@ -394,8 +394,9 @@ struct step_speed {
     double needs;          /* yours over the baseline, in bandwidth */
 };
 
-/* step 5's floor over step 4, provisional until measured (see NEEDS) */
-#define NEEDS_VEC4_OVER_PADDED_8 1.03
+/* step 5's floor over step 4: the reference measured 1.07x in the grader on the H200 (the
+ * bench: plots/data/h200/02-coalesced-transpose.tsv), less a margin */
+#define NEEDS_VEC4_OVER_PADDED_8 1.04
 
 static const double NEEDS[NSTEPS + 1] = {
     0,
