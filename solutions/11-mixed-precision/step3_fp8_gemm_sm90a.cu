@@ -16,8 +16,8 @@
  *   the tile is 256 x 128 (m x n), and a cluster of 2 CTAs takes two tiles side by side in n,
  *     the same 256 rows of A: each CTA copies half of A's box (128 x 128) and the tensor memory
  *     accelerator multicasts it into both CTAs' shared memory, so a CTA brings 16 KB of A and
- *     16 KB of B a block of k for 8 MFLOP, a quarter of a 128 x 128 tile's bytes a FLOP;
- *   the CTAs are persistent: one a SM (as many clusters as fit), each walking tiles in a fixed
+ *     16 KB of B a block of k for 8 MFLOP, half a 128 x 128 tile's bytes a FLOP;
+ *   the CTAs are persistent: one an SM (as many clusters as fit), each walking tiles in a fixed
  *     order, m-blocks in bands of FG_GROUP so that a wave's tiles share their rows of A and
  *     columns of B in L2; the ring of stages runs on across tiles, so the producer copies the
  *     next tile's first blocks while the consumers store this one's D;
