@@ -9,41 +9,76 @@
  * loss: Hopper's FP8 tensor cores keep only about 14 bits of a running sum (DeepSeek-V3's
  * report, section 3.3), and a sum that ran over all of a large k would lose the small products.
  *
- * The block: 3 warpgroups, 384 threads, one block an SM, a 128 x 128 tile of D. Warpgroup 0 is
- * the producer: it gives registers away (setmaxnreg) and one thread issues the TMA copies of a
- * 128 x 128 box of A and one of B a stage (16 KB each), into a ring of 6 stages with a "full"
- * and an "empty" mbarrier each, as in chapter 05. Warpgroups 1 and 2 are the consumers, 64 rows
- * of the tile each: per stage, four wgmma.mma_async m64n128k32 e4m3 products into the partial
- * accumulator (64 floats a thread), the first with scale-d = 0 so that it starts from zero;
- * then wait for them, release the stage, and promote: 64 FMAs a thread with the scales of the
- * thread's two rows (read from global memory before the stage's wait, so that their latency
- * hides behind it). The two consumers interleave: while one promotes, the other's products run.
+ * What sets the speed is keeping the tensor cores fed, and at FP8's rate three things starve
+ * them: bytes from L2 (a 128 x 128 tile brings 32 KB a block of k for 4 MFLOP), the start and
+ * end of every tile (the ring's first copies, the stores of D), and the promotion's wait. So:
  *
- * Both operands K-major with a 128-byte swizzle: a box row is 128 e4m3 = 128 bytes, so a stage
- * is one scale block of k and each 8-row group of a box is 1 KB, which the descriptors' stride
- * byte offset says; the next 32 of k is 32 bytes further along the (swizzled) row, as the next
- * 16 bf16 were in chapter 05.
+ *   the tile is 256 x 128 (m x n), and a cluster of 2 CTAs takes two tiles side by side in n,
+ *     the same 256 rows of A: each CTA copies half of A's box (128 x 128) and the tensor memory
+ *     accelerator multicasts it into both CTAs' shared memory, so a CTA brings 16 KB of A and
+ *     16 KB of B a block of k for 8 MFLOP, half a 128 x 128 tile's bytes a FLOP;
+ *   the CTAs are persistent: one an SM (as many clusters as fit), each walking tiles in a fixed
+ *     order, m-blocks in bands of FG_GROUP so that a wave's tiles share their rows of A and
+ *     columns of B in L2; the ring of stages runs on across tiles, so the producer copies the
+ *     next tile's first blocks while the consumers store this one's D;
+ *   3 warpgroups, 384 threads: warpgroup 0 the producer, which gives registers away (setmaxnreg
+ *     40) and one thread of it issues the copies into a ring of 4 stages of 48 KB, a "full"
+ *     and an "empty" mbarrier each; warpgroups 1 and 2 the consumers (setmaxnreg 232), 128
+ *     rows of the tile each, in two halves of 64: per stage and half, four wgmma.mma_async
+ *     m64n128k32 e4m3 products into the partial accumulator (64 floats a thread; the first
+ *     with scale-d = 0, so that it starts from zero), wait for them, promote into the half's
+ *     total (64 FMAs a thread). 64 + 2 x 64 accumulators is as much as a thread holds, so a
+ *     warpgroup waits for its own products before it promotes; the other warpgroup's products
+ *     keep the tensor cores busy meanwhile, each warpgroup's gap the other's four products;
+ *   the scales are read from global memory a block of k ahead (the next tile's first block
+ *     during this tile's last), so their latency hides behind a whole block's products;
+ *   D goes out through shared memory: each consumer writes a 64 x 128 half of its rows as bf16
+ *     into its own 16 KB (16-byte chunks XOR-swizzled by the row, so that neither the writes of
+ *     the accumulator layout nor the reads of whole rows meet a bank twice), then stores whole
+ *     rows in 16-byte pieces, every byte of a 128-byte line at once.
+ *
+ * The stage and its barriers. A stage holds A's 256 x 128 (two boxes: rank 0's copy at byte 0,
+ * rank 1's at 16 KB) and B's 128 x 128 (at 32 KB); each box row is 128 e4m3 = 128 bytes, one
+ * row of the 128-byte swizzle, each 8-row group 1 KB (the descriptors' stride byte offset);
+ * the next 32 of k is 32 bytes along the swizzled row. A CTA's full barrier expects 48 KB: its
+ * own half of A, its peer's (multicast in), its own B; its producer's one arrival. The empty
+ * barrier counts the consumer warps of both CTAs (16): a stage may be refilled only when the
+ * peer is done with it too, since the refill's half of A lands in both. Both CTAs walk the
+ * same tiles with the same blocks of k, so their rings run in step.
  *
  * Limits, said plainly: k a multiple of 16 and A, B 16-byte aligned (TMA); the boxes that hang
  * over m, n or k are zero-filled, so partial tiles and a partial last block of k need no code.
- * Expect: about 90% of cuBLASLt's FP8 GEMM with per-tensor scales at 4096^3 (which has no
- * scales to apply inside its loop), accurate to 1e-3 by the contract's measure. */
+ * A box that would lie wholly past m or n (the second half of a tile's rows, the second tile of
+ * a pair at an odd count of n-blocks) is copied from the last rows that exist instead: what it
+ * computes falls on rows or columns of D that are never stored.
+ * Expect: the lesson's measurements (README.md) against cuBLASLt's FP8 GEMM with per-tensor
+ * scales, which has no scales to apply inside its loop; the goal is 90% of it, accurate to 1e-3
+ * by the contract's measure. */
+#include <stdint.h>
 #include <cuda_bf16.h>
 
 #include "../05-async-pipelining/tma.cuh" /* the mbarrier and TMA helpers, encode_tiled */
 #include "../05-async-pipelining/wgmma.cuh" /* smem_desc, the wgmma fences and waits */
 #include "quant.h"
 
-#define FG_BM 128                            /* rows of D a block */
-#define FG_BN 128                            /* columns of D a block: one block of B's scales */
+#define FG_BM 256                            /* rows of D a CTA: 128 a consumer warpgroup */
+#define FG_BN 128                            /* columns of D a CTA: one block of B's scales */
 #define FG_BK 128                            /* k a stage: one scale block, one swizzle row */
-#define FG_STAGES 6
+#define FG_STAGES 4
+#define FG_CLUSTER 2                         /* CTAs a cluster: two tiles side by side in n */
+#define FG_GROUP 8                           /* m-blocks a band of the tile order */
 #define FG_THREADS 384                       /* 3 warpgroups: the producer, 2 consumers */
 #define FG_CONSUMER_WARPS 8
-#define FG_ACC (64 * FG_BN / 128)            /* fp32 accumulators a consumer thread: 64 */
+#define FG_ACC (64 * FG_BN / 128)            /* fp32 accumulators a thread for 64 rows: 64 */
 #define FG_BOX_BYTES (128 * FG_BK)           /* a 128 x 128 box of e4m3: 16 KB */
-#define FG_STAGE_BYTES (2 * FG_BOX_BYTES)    /* A's box, then B's */
-#define FG_SMEM (FG_STAGES * FG_STAGE_BYTES + 2 * FG_STAGES * 8 + 1024)
+#define FG_A_BYTES (FG_BM * FG_BK)           /* A's 256 rows: two boxes, 32 KB */
+#define FG_STAGE_BYTES (FG_A_BYTES + FG_BOX_BYTES) /* A's two boxes, then B's: 48 KB */
+#define FG_OUT_BYTES (64 * FG_BN * 2)        /* a consumer's 64 rows of D in bf16: 16 KB */
+#define FG_OUT_OFF (FG_STAGES * FG_STAGE_BYTES)
+#define FG_BAR_OFF (FG_OUT_OFF + 2 * FG_OUT_BYTES)
+/* and 1 KB of slack to put the start on 1 KB: 230,464 of the 232,448 bytes a block may have */
+#define FG_SMEM (FG_BAR_OFF + 2 * FG_STAGES * 8 + 1024)
+/* registers a thread after the hand-over: 128 x 40 + 256 x 232 = 64,512 of the SM's 65,536 */
 #define FG_PRODUCER_REGS 40
 #define FG_CONSUMER_REGS 232
 
@@ -70,119 +105,289 @@ static __device__ __forceinline__ void wgmma_m64n128k32_e4m3(float (&d)[FG_ACC],
 }
 #undef ACC8
 
+/* ---- the cluster: its CTAs, their barrier, and what one CTA does to the other's memory ---- */
+
+static __device__ __forceinline__ uint32_t cluster_rank()
+{
+    uint32_t r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+
+static __device__ __forceinline__ uint32_t cluster_id()
+{
+    uint32_t r;
+    asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(r));
+    return r;
+}
+
+static __device__ __forceinline__ uint32_t cluster_count()
+{
+    uint32_t r;
+    asm volatile("mov.u32 %0, %%nclusterid.x;" : "=r"(r));
+    return r;
+}
+
+/* every thread of both CTAs: what each wrote before it (barrier initialisation included) is
+ * seen by all after it */
+static __device__ __forceinline__ void cluster_sync()
+{
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\t"
+                 "barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
+/* one arrival on the mbarrier at bar's offset in the shared memory of the cluster's CTA `rank`
+ * (this CTA's own, or its peer's). No release of this thread's writes to the cluster comes
+ * with it (that would cost a GPU-wide memory barrier an arrival): what it says, that a stage's
+ * bytes are read, is already true once the wgmma products that read them are waited for. */
+static __device__ __forceinline__ void mbar_arrive_cluster(uint64_t *bar, uint32_t rank)
+{
+    asm volatile("{\n\t.reg .b32 remote;\n\t"
+                 "mapa.shared::cluster.u32 remote, %0, %1;\n\t"
+                 "mbarrier.arrive.shared::cluster.b64 _, [remote];\n\t}"
+                 ::"r"(smem_u32(bar)), "r"(rank) : "memory");
+}
+
+/* tma_load_2d into every CTA of `mask` (bit r: the cluster's CTA r), at dst's offset in each,
+ * the bytes counted on the mbarrier at bar's offset in each */
+static __device__ __forceinline__ void tma_load_2d_multicast(void *dst, const CUtensorMap *map,
+                                                             int x, int y, uint64_t *bar,
+                                                             uint16_t mask)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;"
+                 ::"r"(smem_u32(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y),
+                   "r"(smem_u32(bar)), "h"(mask)
+                 : "memory");
+}
+
+/* the 128 threads of one consumer warpgroup meet (named barrier `id`, 1 or 2) */
+static __device__ __forceinline__ void warpgroup_sync(int id)
+{
+    asm volatile("bar.sync %0, 128;" ::"r"(id) : "memory");
+}
+
+/* The order of the tiles: pair p (the two tiles side by side in n of one cluster) is m-block mb
+ * and pair of n-blocks np; m-blocks go in bands of FG_GROUP, and within a band m runs fastest,
+ * so that the clusters at work at once share a few rows of A and a few columns of B. The CTA
+ * of rank `rank` takes n-block 2 np + rank. */
+struct fg_tile {
+    int row0; /* its first row of D */
+    int nb;   /* its n-block: columns 128 nb .. 128 nb + 127 (past n at an odd count of them) */
+};
+
+static __device__ __forceinline__ fg_tile tile_of(int p, int mblocks, int npairs_n,
+                                                  uint32_t rank)
+{
+    const int band = p / (FG_GROUP * npairs_n), q = p % (FG_GROUP * npairs_n);
+    const int mb0 = band * FG_GROUP, rows = min(FG_GROUP, mblocks - mb0);
+    return { (mb0 + q % rows) * FG_BM, q / rows * FG_CLUSTER + (int)rank };
+}
+
 #endif
 
 static __global__ void __launch_bounds__(FG_THREADS, 1)
 gemm_fp8_blockscaled_kernel(const __grid_constant__ CUtensorMap map_a,
                             const __grid_constant__ CUtensorMap map_b,
                             const float *__restrict__ sa, const float *__restrict__ sb,
-                            __nv_bfloat16 *__restrict__ d, int m, int k, int n)
+                            uint16_t *__restrict__ d, int m, int k, int n)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     extern __shared__ __align__(1024) unsigned char smem_raw[];
+    /* the swizzle repeats every 1 KB and wgmma computes it from the address bits */
     unsigned char *smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
-    uint64_t *full = reinterpret_cast<uint64_t *>(smem + FG_STAGES * FG_STAGE_BYTES);
+    uint64_t *full = reinterpret_cast<uint64_t *>(smem + FG_BAR_OFF);
     uint64_t *empty = full + FG_STAGES;
 
     const int wg = threadIdx.x / 128, warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
-    const int row0 = blockIdx.y * FG_BM, col0 = blockIdx.x * FG_BN;
-    const int tiles = cdiv(k, FG_BK); /* = the blocks of k, each one stage */
+    const uint32_t rank = cluster_rank();
+    const int first = (int)cluster_id(), stride = (int)cluster_count();
+    const int kb = cdiv(k, FG_BK); /* blocks of k, each one stage */
+    const int mblocks = cdiv(m, FG_BM), nblocks = cdiv(n, FG_BN);
+    const int npairs_n = cdiv(nblocks, FG_CLUSTER), npairs = mblocks * npairs_n;
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < FG_STAGES; s++) {
-            mbar_init(&full[s], 1);
-            mbar_init(&empty[s], FG_CONSUMER_WARPS);
+            mbar_init(&full[s], 1);                              /* the producer's arrival */
+            mbar_init(&empty[s], FG_CLUSTER * FG_CONSUMER_WARPS); /* both CTAs' consumers */
         }
+        /* the initialised barriers, visible to the TMA unit and to the peer CTA */
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
-    __syncthreads();
+    /* no copy or arrival reaches a CTA before its barriers exist */
+    cluster_sync();
 
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(FG_PRODUCER_REGS));
         if (threadIdx.x == 0) {
-            for (int t = 0; t < tiles; t++) {
-                int s = t % FG_STAGES, round = t / FG_STAGES;
-                if (round > 0)
-                    mbar_wait(&empty[s], (round - 1) & 1);
-                /* boxes over an edge land whole, zero-filled, and count all their bytes */
-                mbar_arrive_expect_tx(&full[s], FG_STAGE_BYTES);
-                unsigned char *st = smem + s * FG_STAGE_BYTES;
-                tma_load_2d(st, &map_a, t * FG_BK, row0, &full[s]);
-                tma_load_2d(st + FG_BOX_BYTES, &map_b, t * FG_BK, col0, &full[s]);
+            /* block it of this CTA's sequence goes into stage it % FG_STAGES, once both CTAs'
+             * consumers are done with block it - FG_STAGES there: the phase it / FG_STAGES - 1
+             * of that stage's empty barrier */
+            uint32_t it = 0;
+            for (int p = first; p < npairs; p += stride) {
+                const fg_tile tile = tile_of(p, mblocks, npairs_n, rank);
+                /* this CTA's half of A, for both CTAs, and its own n-block of B; a box wholly
+                 * past the edge starts at the last row that exists instead (see the top) */
+                const int ya = min(tile.row0 + (int)rank * 128, m - 1);
+                const int xb = min(tile.nb * FG_BN, n - 1);
+                for (int t = 0; t < kb; t++, it++) {
+                    const int s = it % FG_STAGES;
+                    if (it >= FG_STAGES)
+                        mbar_wait(&empty[s], (it / FG_STAGES - 1) & 1);
+                    /* boxes over an edge land whole, zero-filled, and count all their bytes;
+                     * the peer's half of A may land before this arrival: the phase waits for
+                     * both */
+                    mbar_arrive_expect_tx(&full[s], FG_STAGE_BYTES);
+                    unsigned char *st = smem + s * FG_STAGE_BYTES;
+                    tma_load_2d_multicast(st + rank * FG_BOX_BYTES, &map_a, t * FG_BK, ya,
+                                          &full[s], (1u << FG_CLUSTER) - 1);
+                    tma_load_2d(st + FG_A_BYTES, &map_b, t * FG_BK, xb, &full[s]);
+                }
             }
+            /* the consumers' last arrivals (the peer's too) have landed before this CTA may
+             * leave: the waits the next FG_STAGES blocks would have made */
+            for (int i = 0; i < FG_STAGES; i++, it++)
+                if (it >= FG_STAGES)
+                    mbar_wait(&empty[it % FG_STAGES], (it / FG_STAGES - 1) & 1);
         }
+        __syncwarp();
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(FG_CONSUMER_REGS));
-        const int half = wg - 1;
-        /* this thread's two rows of D (the wgmma m64nN accumulator layout: chapter 05) */
-        const int row = row0 + half * 64 + warp * 16 + lane / 4;
-        const float *__restrict__ sb_row = sb + (size_t)(col0 / FG_BN) * tiles;
-        float part[FG_ACC], total[FG_ACC];
+        const int w = wg - 1; /* rows 128 w .. 128 w + 127 of the tile */
+        /* this thread's rows of a 64-row half (the wgmma m64nN accumulator layout: chapter
+         * 05): r and r + 8, where r = 16 warp + lane / 4; of the tile, 128 w + 64 h + those */
+        const int r = 16 * warp + lane / 4;
+        const uint32_t base = smem_u32(smem);
+        unsigned char *out = smem + FG_OUT_OFF + w * FG_OUT_BYTES;
+        const bool vec = n % 8 == 0 && (reinterpret_cast<uintptr_t>(d) & 15) == 0;
+
+        /* the scales of block t of k of a tile into next[]: sa of the thread's four rows, r,
+         * r + 8, r + 64, r + 72 of its 128 (rows past m: 0; their products are never stored),
+         * then sb of the tile's n-block (a tile past n reads the last n-block's: its columns
+         * are never stored either) */
+        float next[5];
+        auto load_scales = [&](const fg_tile &tile, int t) {
+            const int row0 = tile.row0 + 128 * w + r;
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const int row = row0 + 64 * (i / 2) + 8 * (i % 2);
+                next[i] = row < m ? __ldg(sa + (size_t)t * m + row) : 0.0f;
+            }
+            next[4] = __ldg(sb + (size_t)min(tile.nb, nblocks - 1) * kb + t);
+        };
+
+        float part[FG_ACC], total[2][FG_ACC];
 #pragma unroll
         for (int i = 0; i < FG_ACC; i++)
-            part[i] = 0.0f, total[i] = 0.0f;
+            part[i] = 0.0f;
         fence_acc(part);
 
-        const uint32_t base = smem_u32(smem);
-        for (int t = 0; t < tiles; t++) {
-            const int s = t % FG_STAGES;
-            /* this block's scales, asked for before the wait so that they arrive during it;
-             * rows past m have none (their products are zeros) */
-            const float sb_t = __ldg(sb_row + t);
-            const float sa0 = row < m ? __ldg(sa + (size_t)t * m + row) : 0.0f;
-            const float sa1 = row + 8 < m ? __ldg(sa + (size_t)t * m + row + 8) : 0.0f;
-            mbar_wait(&full[s], (t / FG_STAGES) & 1);
-            __syncwarp();
-            const uint32_t a = base + s * FG_STAGE_BYTES + half * 64 * 128;
-            const uint32_t b = base + s * FG_STAGE_BYTES + FG_BOX_BYTES;
-            wgmma_fence();
+        if (first < npairs)
+            load_scales(tile_of(first, mblocks, npairs_n, rank), 0);
+        uint32_t it = 0;
+        for (int p = first; p < npairs; p += stride) {
+            const fg_tile tile = tile_of(p, mblocks, npairs_n, rank);
 #pragma unroll
-            for (int kk = 0; kk < FG_BK / 32; kk++)
-                wgmma_m64n128k32_e4m3(part, smem_desc(a + kk * 32, 16, 1024),
-                                      smem_desc(b + kk * 32, 16, 1024), kk > 0);
-            wgmma_commit();
-            wgmma_wait<0>();
-            fence_acc(part);
-            /* the stage's bytes are read: the producer may refill it while we promote */
-            if (lane == 0)
-                mbar_arrive(&empty[s]);
-            /* promotion: the block's partial sums, scaled, into fp32 on the CUDA cores */
-            const float s0 = sa0 * sb_t, s1 = sa1 * sb_t;
+            for (int h = 0; h < 2; h++)
 #pragma unroll
-            for (int j = 0; j < FG_ACC / 4; j++) {
-                total[4 * j] = fmaf(part[4 * j], s0, total[4 * j]);
-                total[4 * j + 1] = fmaf(part[4 * j + 1], s0, total[4 * j + 1]);
-                total[4 * j + 2] = fmaf(part[4 * j + 2], s1, total[4 * j + 2]);
-                total[4 * j + 3] = fmaf(part[4 * j + 3], s1, total[4 * j + 3]);
-            }
-        }
+                for (int i = 0; i < FG_ACC; i++)
+                    total[h][i] = 0.0f;
 
-        /* D in bf16: a thread's pairs of columns 8 j + 2 (lane % 4) and the one after, rows
-         * `row` and row + 8; a 4-byte store where the pair is whole and n is even (then the
-         * pair's offset is even), else one bf16 at a time */
-        const int col = col0 + 2 * (lane % 4);
+            for (int t = 0; t < kb; t++, it++) {
+                float sc[5];
 #pragma unroll
-        for (int j = 0; j < FG_BN / 8; j++) {
-            const int c = col + 8 * j;
+                for (int i = 0; i < 5; i++)
+                    sc[i] = next[i];
+                /* the next block's scales (the next tile's first after this tile's last), in
+                 * flight while this block's products run */
+                if (t + 1 < kb)
+                    load_scales(tile, t + 1);
+                else if (p + stride < npairs)
+                    load_scales(tile_of(p + stride, mblocks, npairs_n, rank), 0);
+
+                const int s = it % FG_STAGES;
+                mbar_wait(&full[s], (it / FG_STAGES) & 1);
+                __syncwarp(); /* the warp together again for the .aligned wgmma instructions */
+                /* this warpgroup's 128 rows of A: the box of rank w; B after A's two boxes */
+                const uint32_t a = base + s * FG_STAGE_BYTES + w * FG_BOX_BYTES;
+                const uint32_t b = base + s * FG_STAGE_BYTES + FG_A_BYTES;
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    wgmma_fence();
+#pragma unroll
+                    for (int kk = 0; kk < FG_BK / 32; kk++)
+                        wgmma_m64n128k32_e4m3(part, smem_desc(a + h * 64 * 128 + kk * 32, 16,
+                                                             1024),
+                                              smem_desc(b + kk * 32, 16, 1024), kk > 0);
+                    wgmma_commit();
+                    wgmma_wait<0>();
+                    fence_acc(part);
+                    /* both halves' bytes are read: either CTA's producer may refill the stage
+                     * while we promote */
+                    if (h == 1 && lane == 0) {
+                        mbar_arrive_cluster(&empty[s], 0);
+                        mbar_arrive_cluster(&empty[s], 1);
+                    }
+                    /* promotion: the block's partial sums, scaled, into fp32 on the CUDA cores */
+                    const float s0 = sc[2 * h] * sc[4], s1 = sc[2 * h + 1] * sc[4];
+#pragma unroll
+                    for (int j = 0; j < FG_ACC / 4; j++) {
+                        total[h][4 * j] = fmaf(part[4 * j], s0, total[h][4 * j]);
+                        total[h][4 * j + 1] = fmaf(part[4 * j + 1], s0, total[h][4 * j + 1]);
+                        total[h][4 * j + 2] = fmaf(part[4 * j + 2], s1, total[h][4 * j + 2]);
+                        total[h][4 * j + 3] = fmaf(part[4 * j + 3], s1, total[h][4 * j + 3]);
+                    }
+                }
+            }
+
+            /* D in bf16, a 64-row half at a time through this warpgroup's 16 KB: a row is 256
+             * bytes, 16 chunks of 16 bytes (8 columns), chunk c of row R at chunk c ^ (R % 8) */
+            const int tid = threadIdx.x % 128;
 #pragma unroll
             for (int h = 0; h < 2; h++) {
-                const int r = row + 8 * h;
-                if (r >= m || c >= n)
-                    continue;
-                const float v0 = total[4 * j + 2 * h], v1 = total[4 * j + 2 * h + 1];
-                __nv_bfloat16 *out = d + (size_t)r * n + c;
-                if (c + 1 < n && n % 2 == 0) {
-                    *reinterpret_cast<__nv_bfloat162 *>(out) = __floats2bfloat162_rn(v0, v1);
-                } else {
-                    out[0] = __float2bfloat16_rn(v0);
-                    if (c + 1 < n)
-                        out[1] = __float2bfloat16_rn(v1);
+                warpgroup_sync(1 + w); /* the last half's reads are done */
+                /* a thread's pairs of columns 8 j + 2 (lane % 4) and the one after, rows r and
+                 * r + 8: the 8 rows of a store fall on 8 different chunks, 32 banks */
+#pragma unroll
+                for (int j = 0; j < FG_BN / 8; j++)
+#pragma unroll
+                    for (int hh = 0; hh < 2; hh++) {
+                        const int row = r + 8 * hh;
+                        const __nv_bfloat162 v = __floats2bfloat162_rn(
+                            total[h][4 * j + 2 * hh], total[h][4 * j + 2 * hh + 1]);
+                        *reinterpret_cast<__nv_bfloat162 *>(
+                            out + row * 256 + ((j ^ (row % 8)) * 16) + (lane % 4) * 4) = v;
+                    }
+                warpgroup_sync(1 + w); /* the half is written */
+                /* 64 rows x 16 chunks, 8 a thread: a warp stores two whole rows */
+#pragma unroll
+                for (int i = 0; i < 8; i++) {
+                    const int row = 8 * i + tid / 16, c = tid % 16;
+                    const uint4 v = *reinterpret_cast<const uint4 *>(
+                        out + row * 256 + ((c ^ (row % 8)) * 16));
+                    const int gr = tile.row0 + 128 * w + 64 * h + row;
+                    const int gc = tile.nb * FG_BN + 8 * c;
+                    if (gr >= m || gc >= n)
+                        continue;
+                    uint16_t *o = d + (size_t)gr * n + gc;
+                    if (vec && gc + 8 <= n) {
+                        *reinterpret_cast<uint4 *>(o) = v;
+                    } else { /* the edge of D, or rows whose start is not 16-byte aligned */
+#pragma unroll
+                        for (int e = 0; e < 8; e++) {
+                            const uint32_t word = e < 2 ? v.x : e < 4 ? v.y : e < 6 ? v.z : v.w;
+                            if (gc + e < n)
+                                o[e] = (uint16_t)(word >> (16 * (e % 2)));
+                        }
+                    }
                 }
             }
         }
     }
+    /* neither CTA leaves while the other may still write into its shared memory */
+    cluster_sync();
 #else
-    __trap(); /* wgmma and setmaxnreg exist in sm_90a code only */
+    __trap(); /* wgmma, setmaxnreg and multicast exist in sm_90a code only */
 #endif
 }
 
@@ -207,10 +412,27 @@ static CUtensorMap make_map_e4m3(const uint8_t *base, int rows, int cols)
     return map;
 }
 
+/* a launch of clusters of FG_CLUSTER CTAs, `clusters` of them, on the default stream */
+static cudaLaunchConfig_t cluster_config(int clusters, cudaLaunchAttribute *attr)
+{
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(FG_CLUSTER * clusters);
+    cfg.blockDim = dim3(FG_THREADS);
+    cfg.dynamicSmemBytes = FG_SMEM;
+    cfg.stream = 0;
+    attr->id = cudaLaunchAttributeClusterDimension;
+    attr->val.clusterDim.x = FG_CLUSTER;
+    attr->val.clusterDim.y = 1;
+    attr->val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    return cfg;
+}
+
 void gemm_fp8_blockscaled(const uint8_t *d_a, const float *d_sa, const uint8_t *d_b,
                           const float *d_sb, uint16_t *d_d, int m, int k, int n)
 {
-    static int ready_dev = -1;
+    static int ready_dev = -1, max_clusters;
     int dev;
     CUDA_CHECK(cudaGetDevice(&dev));
     if (dev != ready_dev) {
@@ -225,6 +447,17 @@ void gemm_fp8_blockscaled(const uint8_t *d_a, const float *d_sa, const uint8_t *
         }
         CUDA_CHECK(cudaFuncSetAttribute(gemm_fp8_blockscaled_kernel,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, FG_SMEM));
+        /* persistent: as many clusters as the GPU holds at once (a cluster's two SMs must be
+         * in one GPC, so this can be fewer than half the SMs) */
+        cudaLaunchAttribute attr;
+        cudaLaunchConfig_t cfg = cluster_config(1, &attr);
+        CUDA_CHECK(cudaOccupancyMaxActiveClusters(&max_clusters,
+                                                  (void *)gemm_fp8_blockscaled_kernel, &cfg));
+        if (max_clusters < 1) {
+            fprintf(stderr, "gemm_fp8_blockscaled: this device fits no cluster of %d CTAs of %d "
+                            "bytes of shared memory\n", FG_CLUSTER, FG_SMEM);
+            exit(EXIT_FAILURE);
+        }
         ready_dev = dev;
     }
     if (k % 16 != 0 || (reinterpret_cast<uintptr_t>(d_a) & 15) ||
@@ -235,8 +468,10 @@ void gemm_fp8_blockscaled(const uint8_t *d_a, const float *d_sa, const uint8_t *
     }
     CUtensorMap map_a = make_map_e4m3(d_a, m, k);
     CUtensorMap map_b = make_map_e4m3(d_b, n, k);
-    dim3 grid(cdiv(n, FG_BN), cdiv(m, FG_BM));
-    gemm_fp8_blockscaled_kernel<<<grid, FG_THREADS, FG_SMEM>>>(
-        map_a, map_b, d_sa, d_sb, reinterpret_cast<__nv_bfloat16 *>(d_d), m, k, n);
+    const int pairs = cdiv(m, FG_BM) * cdiv(cdiv(n, FG_BN), FG_CLUSTER);
+    cudaLaunchAttribute attr;
+    cudaLaunchConfig_t cfg = cluster_config(pairs < max_clusters ? pairs : max_clusters, &attr);
+    CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemm_fp8_blockscaled_kernel, map_a, map_b, d_sa, d_sb,
+                                  d_d, m, k, n));
     CUDA_CHECK(cudaGetLastError());
 }
