@@ -125,8 +125,9 @@ void attention_fused_f16(const at_f16 *d_q, const at_f16 *d_k, const at_f16 *d_v
 
 /* Step 3 (step3_mma.cu): step 2's algorithm with both products on the tensor cores:
  * mma.sync m16n8k16 (bf16 or fp16 in, fp32 accumulators) fed by ldmatrix from shared memory
- * (attention_mma.cuh, given), a warp's rows of Q held in registers, P kept in registers between
- * the two products, the tiles of K and V double-buffered with cp.async. d_work is not touched. */
+ * (attention_mma.cuh, given), 32 query rows a warp sharing every fragment of K and V, P kept in
+ * registers between the two products, the tiles of K and V double-buffered with cp.async.
+ * d_work is not touched. */
 void attention_mma_bf16(const at_bf16 *d_q, const at_bf16 *d_k, const at_bf16 *d_v,
                         at_bf16 *d_o, float *d_lse, const int *d_kv_len, int batch, int heads,
                         int len, int dim, int causal, float scale, void *d_work);

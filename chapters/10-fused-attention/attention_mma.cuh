@@ -10,6 +10,9 @@
  *                                       holds: P, from the accumulators of S, with no trip
  *                                       through shared memory
  *   pack2<T>(lo, hi)                    two floats rounded to T, as one 32-bit register
+ *   exp2_approx(x)                      2^x as one instruction of the SFU (ex2.approx.ftz);
+ *                                       exp2f adds a few instructions around the same one to
+ *                                       return results below 2^-126 (fp32's subnormals) too
  *
  * The register layouts (PTX ISA, "Matrix Fragments for mma.m16n8k16"), lane l, g = l / 4,
  * q = l % 4:
@@ -21,7 +24,8 @@
  * of the first, a2 and a3 the same of the second. So P goes from S's accumulators to the A
  * operand of P V by rounding pairs of floats, in the lane that holds them.
  *
- * The CPU backend has no PTX: there the same names come from its emu/ldmatrix.h. */
+ * The CPU backend has no PTX: there the same names come from its emu/ldmatrix.h, and
+ * exp2_approx is exp2f with the same flush. */
 #ifndef ATTENTION_MMA_CUH
 #define ATTENTION_MMA_CUH
 
@@ -64,6 +68,21 @@ static __device__ __forceinline__ void mma_t(float (&d)[4], const ldsm_frag &a,
         mma_16816_f16(d, a, b, half);
     else
         mma_16816(d, a, b, half);
+}
+
+/* 2^x, results below 2^-126 flushed to 0. In the softmax x = s - m <= 0, so a weight is
+ * flushed only where it is under 2^-126 of the row's largest (which is 1): below what fp32
+ * can add to l, which is at least 1 */
+static __device__ __forceinline__ float exp2_approx(float x)
+{
+#ifdef HARNESS_EMU
+    const float y = exp2f(x);
+    return y < 0x1p-126f ? 0.0f : y;
+#else
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+#endif
 }
 
 /* lo in the lower 16 bits: the element of the lower column */
