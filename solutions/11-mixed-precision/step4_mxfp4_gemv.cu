@@ -81,22 +81,20 @@
 #define GV_LDW (4 * GV_TURN + 4)
 #define FULL 0xffffffffu
 
-/* one stage of a warp's ring: a turn's codes of the CTA's 16 rows, and their scale codes, the
- * turn's 4 of a row in one word (block u's in byte u, as they lie in memory) */
+/* one stage of a warp's ring: a turn's codes of the CTA's 16 rows */
 struct gv_stage {
     uint32_t w[GV_ROWS][GV_LDW];
-    uint32_t sc[GV_ROWS];
 };
-static_assert(GV_TURN == 4, "a row's scale codes of a turn are one 32-bit word");
+static_assert(GV_TURN == 4, "a turn is two ldmatrix.x4 of two blocks each");
 /* a macro, not a constant: sm_75's build, the trap alone, would warn of an unused constant */
 #define GV_STAGE_WORDS ((int)(sizeof(gv_stage) / 4))
 static_assert(sizeof(gv_stage) % 16 == 0, "16-byte cp.async into every stage");
 
 /* the CTA's shared memory past the scale table: the warps' rings while they stream W, then the
  * warps' accumulators, for the sum across warps */
-template <int MT>
+template <int MT, int STAGES>
 union gv_shared {
-    gv_stage ring[GV_WARPS][GV_STAGES];
+    gv_stage ring[GV_WARPS][STAGES];
     float part[GV_WARPS][MT][32][4];
 };
 
@@ -188,43 +186,90 @@ static __device__ __forceinline__ void mma_regs(float (&d)[4], uint32_t a0, uint
 }
 
 /* This lane's share of the copy of one of its warp's turns into a stage: block q of the turn
- * in rows rf and rf + 8, 16 bytes each, from src_a and src_b into dst_w and 8 rows below it,
- * where the block is inside k (w_in); and, for lanes q = 0 and 1, the turn's scale codes of row
- * g + 8q, the first `left` of them inside k, from src_s into one word at dst_s. That word is one
- * 4-byte cp.async where every row's codes start 4-byte aligned (kblocks a multiple of 4), else
- * byte loads and a store: a stage is read a turn or more after its copy is issued, and a
- * __syncwarp between, either way. */
-static __device__ __forceinline__ void copy_turn(uint32_t *dst_w, uint32_t *dst_s,
-                                                 const uint8_t *src_a, const uint8_t *src_b,
-                                                 const uint8_t *src_s, bool w_in, int q,
-                                                 int left, bool sc_async)
+ * in rows rf and rf + 8, 16 bytes each, from src_a and src_b into dst and 8 rows below it,
+ * where the block is inside k (in_k). The 16 bytes go as cp.async.cg, which skips L1: W is read
+ * once. */
+static __device__ __forceinline__ void copy_turn(uint32_t *dst, const uint8_t *src_a,
+                                                 const uint8_t *src_b, bool in_k)
 {
-    if (w_in) {
-        /* 16 bytes go as cp.async.cg, which skips L1: W is read once */
-        __pipeline_memcpy_async(dst_w, src_a, 16);
-        __pipeline_memcpy_async(dst_w + 8 * GV_LDW, src_b, 16);
-    }
-    if (q < 2) {
-        if (sc_async) {
-            __pipeline_memcpy_async(dst_s, src_s, 4);
-        } else {
-            uint32_t v = 0;
-#pragma unroll
-            for (int u = 0; u < GV_TURN; u++)
-                if (u < left)
-                    v |= (uint32_t)src_s[u] << (8 * u);
-            *dst_s = v;
-        }
+    if (in_k) {
+        __pipeline_memcpy_async(dst, src_a, 16);
+        __pipeline_memcpy_async(dst + 8 * GV_LDW, src_b, 16);
     }
 }
 
+/* This lane's words of two chunks of a stage, c0 and c0 + 1 (a chunk is one block of 32 codes,
+ * 16 bytes of a row), as the fragments want them: r[0] = word q of row g's chunk c0, r[1] = of
+ * row g + 8's, r[2], r[3] the same of chunk c0 + 1. One ldmatrix.x4 reads them: its four 8 x 8
+ * matrices of 16-bit elements are 8 rows x 16 bytes each (rows 0-7 and 8-15 of chunk c0, then
+ * of c0 + 1), lane l giving the address of row l % 8 of matrix l / 8 and receiving 4 bytes of
+ * row l / 4 of each, bytes 4 (l % 4) to 4 (l % 4) + 3: word q. Four 32-bit shared loads in one
+ * instruction; the rows 20 words apart put the 8 rows of a matrix on 8 different groups of 4
+ * banks, one wavefront a matrix. */
+static __device__ __forceinline__ void load_words(const gv_stage *st, int c0, uint32_t (&r)[4])
+{
+    const int lane = threadIdx.x % 32;
+    const int word = (lane % 8 + 8 * ((lane / 8) % 2)) * GV_LDW + 4 * (c0 + lane / 16);
+    ldsm_frag f;
+    ldsm_x4<false>(f, reinterpret_cast<const bf16 *>(st->w[0]), 2 * word); /* in bf16 */
+#ifdef HARNESS_EMU
+    /* the CPU backend's fragment holds the matrices whole: this lane's register of each */
+    const int g = lane / 4, q = lane % 4;
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+        r[i] = f.m[i][g][2 * q] | (uint32_t)f.m[i][g][2 * q + 1] << 16;
+#else
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+        r[i] = f.r[i];
+#endif
+}
+
+/* One turn's products: the lane's 8 words (wr: chunks 0, 1 and 2, 3, as load_words gives them),
+ * x's words (xv), the blocks' scales of rows g and g + 8 (xl, xh), nu of the turn's 4 blocks
+ * inside k. Per block: two words decoded into the 8 registers of two A fragments, x paired to
+ * match, two products from zero, and the block's scale applied to their fp32 sum, row by row.
+ * ODD: x has a row 1 (m >= 2), and the odd columns of D (d[1], d[3]) are kept; at m = 1 they
+ * are x's rows that do not exist, and their multiply-adds are left out. */
+template <int MT, bool ODD>
+static __device__ __forceinline__ void turn_products(float (&acc)[MT][4],
+                                                     const uint32_t (&wr)[2][4],
+                                                     const uint4 (&xv)[GV_TURN][MT],
+                                                     const float (&xl)[GV_TURN],
+                                                     const float (&xh)[GV_TURN], int nu,
+                                                     uint32_t (*frag)[6])
+{
+#pragma unroll
+    for (int u = 0; u < GV_TURN; u++) {
+        if (u >= nu)
+            break;
+        uint32_t alo[4], ahi[4];
+        decode_word(wr[u / 2][2 * (u % 2)], alo);     /* row g */
+        decode_word(wr[u / 2][2 * (u % 2) + 1], ahi); /* row g + 8 */
+#pragma unroll
+        for (int t = 0; t < MT; t++) {
+            uint32_t b[4];
+            pair_x(xv[u][t], b);
+            float d[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
+            /* codes 0, 4 | 2, 6 of the lanes' words, then 1, 5 | 3, 7: the block's 32 */
+            mma_regs(d, alo[0], ahi[0], alo[1], ahi[1], b[0], b[1], frag);
+            mma_regs(d, alo[2], ahi[2], alo[3], ahi[3], b[2], b[3], frag);
+            acc[t][0] = fmaf(d[0], xl[u], acc[t][0]);
+            acc[t][2] = fmaf(d[2], xh[u], acc[t][2]);
+            if (ODD) {
+                acc[t][1] = fmaf(d[1], xl[u], acc[t][1]);
+                acc[t][3] = fmaf(d[3], xh[u], acc[t][3]);
+            }
+        }
+    }
+}
 #endif
 
-/* MT products a fragment: x's rows 0-7 (MT = 1) or 0-15 (MT = 2). No minimum of CTAs an SM in
- * the launch bounds: asking for 4 made the compiler recompute the rings' shared-memory
- * addresses inside the loop to save registers, and without it the MT = 1 kernel fits in the
- * 64 registers a thread that 4 CTAs of 256 threads allow all the same (ptxas -v says). */
-template <int MT>
+/* MT products a fragment: x's rows 0-7 (MT = 1) or 0-15 (MT = 2); ODD as in turn_products;
+ * STAGES the depth of each warp's ring. No minimum of CTAs an SM in the launch bounds: the
+ * MT = 1 kernel fits in the 64 registers a thread that 4 CTAs of 256 threads allow all the
+ * same (ptxas -v says). */
+template <int MT, bool ODD, int STAGES>
 static __global__ void __launch_bounds__(GV_THREADS)
 gemm_mxfp4_kernel(const uint16_t *__restrict__ x, const uint8_t *__restrict__ wq,
                   const uint8_t *__restrict__ ws, float *__restrict__ y, int m, int k, int n)
@@ -232,10 +277,11 @@ gemm_mxfp4_kernel(const uint16_t *__restrict__ x, const uint8_t *__restrict__ wq
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
     __trap(); /* sm_75: no bf16 mma.sync m16n8k16 before sm_80 */
 #else
-    __shared__ float scale_of[256];              /* e8m0 code -> its value */
-    __shared__ __align__(16) gv_shared<MT> s_;   /* the warps' rings, then their totals */
+    __shared__ float scale_of[256];                   /* e8m0 code -> its value */
+    __shared__ __align__(16) float4 s_x[GV_WARPS][GV_ROWS]; /* a turn's scales, a row's 4 */
+    __shared__ __align__(16) gv_shared<MT, STAGES> s_; /* the warps' rings, then their totals */
 #ifdef HARNESS_EMU
-    __shared__ uint32_t frag[GV_WARPS][32][6];   /* the CPU backend's mma.sync (mma_regs) */
+    __shared__ uint32_t frag[GV_WARPS][32][6];        /* the CPU backend's mma.sync (mma_regs) */
 #else
     uint32_t (*const frag)[32][6] = nullptr;
 #endif
@@ -247,45 +293,43 @@ gemm_mxfp4_kernel(const uint16_t *__restrict__ x, const uint8_t *__restrict__ wq
     /* The rows this lane copies: rf and rf + 8, rf = 0, 4, 1, 5, 2, 6, 3, 7 for g = 0 .. 7. A
      * 16-byte shared store goes out a quarter warp at a time, and lanes 8h .. 8h + 7 then write
      * rows h and h + 4, 80 words apart: half the banks each, none twice. (Rows g and g + 1 are
-     * 20 words apart, and the quarter would write one group of 4 banks twice.) And the row whose
-     * scale codes it copies, lanes q = 0 and 1: g + 8q. Rows past n copy row c0: their y is not
-     * kept. */
-    const int rf = (g >> 1) + 4 * (g & 1), rsc = g + 8 * (q & 1);
+     * 20 words apart, and the quarter would write one group of 4 banks twice.) Rows past n read
+     * row c0: their y is not kept. */
+    const int rf = (g >> 1) + 4 * (g & 1);
     const int ra = c0 + rf < n ? c0 + rf : c0, rb = c0 + rf + 8 < n ? c0 + rf + 8 : c0;
-    const int rs = c0 + rsc < n ? c0 + rsc : c0;
-    const bool sc_async = kblocks % GV_TURN == 0 && (uintptr_t)ws % 4 == 0;
-    /* x's rows of this lane's B columns: g and, for MT = 2, g + 8; 8 bf16 of a block each */
-    const uint4 *__restrict__ x_row[MT];
-    bool x_has[MT];
-#pragma unroll
-    for (int t = 0; t < MT; t++) {
-        x_has[t] = g + 8 * t < m;
-        x_row[t] = reinterpret_cast<const uint4 *>(x + (size_t)(x_has[t] ? g + 8 * t : 0) * k) + q;
-    }
+    const int rlo = c0 + g < n ? c0 + g : c0, rhi = c0 + g + 8 < n ? c0 + g + 8 : c0;
 
     /* The warp's turns: turn i takes blocks j0 = 4 (8 i + warp) .. j0 + 3, so that a turn of
-     * the 8 warps reads 512 contiguous bytes of each row. Turn i lives in stage i % GV_STAGES
-     * of the warp's ring; GV_STAGES - 1 turns are copied ahead, each its own commit group
-     * (empty ones past the warp's last turn, so that the count of groups to wait for stays
-     * the same). The copy's sources step a turn of the CTA at a time. */
+     * the 8 warps reads 512 contiguous bytes of each row. Turn i lives in stage i % STAGES of
+     * the warp's ring; STAGES - 1 turns are copied ahead, each its own commit group (empty
+     * ones past the warp's last turn, so that the count of groups to wait for stays the
+     * same). Every pointer steps a turn of the CTA, 32 blocks, at a time. */
     gv_stage *const ring = s_.ring[warp];
     const int turns = cdiv(kblocks, GV_TURN);
     const int mine = warp < turns ? cdiv(turns - warp, GV_WARPS) : 0;
     int jc = GV_TURN * warp; /* the first block of the next turn to copy */
     const uint8_t *src_a = wq + (size_t)ra * (k / 2) + 16 * (jc + q);
     const uint8_t *src_b = wq + (size_t)rb * (k / 2) + 16 * (jc + q);
-    const uint8_t *src_s = ws + (size_t)rs * kblocks + jc;
-    uint32_t *const dst_w = &ring[0].w[rf][4 * q], *const dst_s = &ring[0].sc[rsc]; /* stage 0 */
+    uint32_t *const dst = &ring[0].w[rf][4 * q]; /* this lane's 16 bytes of stage 0 */
 #pragma unroll
-    for (int i = 0; i < GV_STAGES - 1; i++) {
+    for (int i = 0; i < STAGES - 1; i++) {
         if (i < mine) {
-            copy_turn(dst_w + i * GV_STAGE_WORDS, dst_s + i * GV_STAGE_WORDS, src_a, src_b, src_s,
-                      jc + q < kblocks, q, kblocks - jc, sc_async);
+            copy_turn(dst + i * GV_STAGE_WORDS, src_a, src_b, jc + q < kblocks);
             src_a += GV_WARPS * GV_TURN * 16, src_b += GV_WARPS * GV_TURN * 16;
-            src_s += GV_WARPS * GV_TURN, jc += GV_WARPS * GV_TURN;
+            jc += GV_WARPS * GV_TURN;
         }
         __pipeline_commit();
     }
+    /* The scale codes this lane turns into floats for its warp, block q of each turn in rows g
+     * and g + 8; and x's rows of this lane's B columns, g and, for MT = 2, g + 8, 8 bf16 of each
+     * block. A column past m reads row 0: a column of D is x's row alone, and it is not kept. */
+    const uint8_t *sc_lo = ws + (size_t)rlo * kblocks + GV_TURN * warp + q;
+    const uint8_t *sc_hi = ws + (size_t)rhi * kblocks + GV_TURN * warp + q;
+    const uint4 *__restrict__ xp[MT];
+#pragma unroll
+    for (int t = 0; t < MT; t++)
+        xp[t] = reinterpret_cast<const uint4 *>(x + (size_t)(g + 8 * t < m ? g + 8 * t : 0) * k) +
+                4 * GV_TURN * warp + q;
     /* the table while the first copies fly */
     {
         const uint32_t e = threadIdx.x;
@@ -301,57 +345,67 @@ gemm_mxfp4_kernel(const uint16_t *__restrict__ x, const uint8_t *__restrict__ wq
         for (int e = 0; e < 4; e++)
             acc[t][e] = 0.0f;
 
+    float *const my_x = reinterpret_cast<float *>(s_x[warp]); /* [row][block of the turn] */
     for (int i = 0; i < mine; i++) {
         const int j0 = (i * GV_WARPS + warp) * GV_TURN;
-        /* x's words for the turn, issued before the wait, whose time they then share */
+        const int nu = kblocks - j0 < GV_TURN ? kblocks - j0 : GV_TURN; /* blocks inside k */
+        /* x's words and the scale codes for the turn, issued before the wait, whose time they
+         * then share */
         uint4 xv[GV_TURN][MT];
+        uint32_t code_lo = 0, code_hi = 0;
+        if (nu == GV_TURN) {
 #pragma unroll
-        for (int u = 0; u < GV_TURN; u++)
+            for (int u = 0; u < GV_TURN; u++)
 #pragma unroll
-            for (int t = 0; t < MT; t++)
-                xv[u][t] = x_has[t] && j0 + u < kblocks ? __ldg(x_row[t] + 4 * (j0 + u))
-                                                        : make_uint4(0, 0, 0, 0);
-        /* of this lane's groups all but the GV_STAGES - 2 youngest have landed: turn i's; the
+                for (int t = 0; t < MT; t++)
+                    xv[u][t] = __ldg(xp[t] + 4 * u);
+            code_lo = __ldg(sc_lo), code_hi = __ldg(sc_hi);
+        } else {
+#pragma unroll
+            for (int u = 0; u < GV_TURN; u++)
+#pragma unroll
+                for (int t = 0; t < MT; t++)
+                    xv[u][t] = u < nu ? __ldg(xp[t] + 4 * u) : make_uint4(0, 0, 0, 0);
+            if (q < nu)
+                code_lo = __ldg(sc_lo), code_hi = __ldg(sc_hi);
+        }
+        /* of this lane's groups all but the STAGES - 2 youngest have landed: turn i's; the
          * __syncwarp makes every lane's copies of it visible to all, and says that every lane
-         * is done with turn i - 1's stage, which the refill below overwrites */
-        __pipeline_wait_prior(GV_STAGES - 2);
+         * is done with turn i - 1's stage, which the refill below overwrites, and with its
+         * scales in s_x */
+        __pipeline_wait_prior(STAGES - 2);
         __syncwarp();
-        if (i + GV_STAGES - 1 < mine) {
-            const int slot = (i + GV_STAGES - 1) % GV_STAGES;
-            copy_turn(dst_w + slot * GV_STAGE_WORDS, dst_s + slot * GV_STAGE_WORDS, src_a, src_b,
-                      src_s, jc + q < kblocks, q, kblocks - jc, sc_async);
+        if (i + STAGES - 1 < mine) {
+            copy_turn(dst + (i + STAGES - 1) % STAGES * GV_STAGE_WORDS, src_a, src_b,
+                      jc + q < kblocks);
             src_a += GV_WARPS * GV_TURN * 16, src_b += GV_WARPS * GV_TURN * 16;
-            src_s += GV_WARPS * GV_TURN, jc += GV_WARPS * GV_TURN;
+            jc += GV_WARPS * GV_TURN;
         }
         __pipeline_commit();
 
-        const gv_stage *const st = ring + i % GV_STAGES;
-        /* row g's word (w[g][4u + q]) is 20 g + 4u + q words in: the 8 row groups on 8
-         * different groups of 4 banks, the 4 lanes of one on 4 banks of it */
-        const uint32_t sc_lo = st->sc[g], sc_hi = st->sc[g + 8];
+        /* The turn's 64 scale codes to floats, two a lane, into the warp's s_x; then each lane
+         * reads its rows' four, 16 bytes a row. (Each lane of row group g looking up the 8
+         * codes it needs itself would be 4 times the table's loads, and a byte extracted from
+         * a word for each.) */
+        my_x[4 * g + q] = scale_of[code_lo];
+        my_x[4 * (g + 8) + q] = scale_of[code_hi];
+        __syncwarp();
+        const float4 X_lo = s_x[warp][g], X_hi = s_x[warp][g + 8];
+        const float xl[GV_TURN] = { X_lo.x, X_lo.y, X_lo.z, X_lo.w };
+        const float xh[GV_TURN] = { X_hi.x, X_hi.y, X_hi.z, X_hi.w };
+        const gv_stage *const st = ring + i % STAGES;
+        uint32_t wr[2][4];
+        load_words(st, 0, wr[0]);
+        load_words(st, 2, wr[1]);
+        /* a whole turn without a test a block; only the last turn of a row may be partial */
+        if (nu == GV_TURN)
+            turn_products<MT, ODD>(acc, wr, xv, xl, xh, GV_TURN, frag[warp]);
+        else
+            turn_products<MT, ODD>(acc, wr, xv, xl, xh, nu, frag[warp]);
 #pragma unroll
-        for (int u = 0; u < GV_TURN; u++) {
-            if (j0 + u >= kblocks)
-                break;
-            uint32_t alo[4], ahi[4];
-            decode_word(st->w[g][4 * u + q], alo);
-            decode_word(st->w[g + 8][4 * u + q], ahi);
-            const float X_lo = scale_of[(sc_lo >> (8 * u)) & 0xffu];
-            const float X_hi = scale_of[(sc_hi >> (8 * u)) & 0xffu];
-#pragma unroll
-            for (int t = 0; t < MT; t++) {
-                uint32_t b[4];
-                pair_x(xv[u][t], b);
-                float d[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
-                /* codes 0, 4 | 2, 6 of the lanes' words, then 1, 5 | 3, 7: the block's 32 */
-                mma_regs(d, alo[0], ahi[0], alo[1], ahi[1], b[0], b[1], frag[warp]);
-                mma_regs(d, alo[2], ahi[2], alo[3], ahi[3], b[2], b[3], frag[warp]);
-                acc[t][0] = fmaf(d[0], X_lo, acc[t][0]);
-                acc[t][1] = fmaf(d[1], X_lo, acc[t][1]);
-                acc[t][2] = fmaf(d[2], X_hi, acc[t][2]);
-                acc[t][3] = fmaf(d[3], X_hi, acc[t][3]);
-            }
-        }
+        for (int t = 0; t < MT; t++)
+            xp[t] += 4 * GV_WARPS * GV_TURN;
+        sc_lo += GV_WARPS * GV_TURN, sc_hi += GV_WARPS * GV_TURN;
     }
 
     /* every copy has landed (the groups still open are empty); once every warp is past its
@@ -380,11 +434,11 @@ gemm_mxfp4_kernel(const uint16_t *__restrict__ x, const uint8_t *__restrict__ wq
 #endif
 }
 
-template <int MT>
+template <int MT, bool ODD>
 static void launch(const uint16_t *x, const uint8_t *w, const uint8_t *ws, float *y, int m, int k,
                    int n)
 {
-    gemm_mxfp4_kernel<MT><<<cdiv(n, GV_ROWS), GV_THREADS>>>(x, w, ws, y, m, k, n);
+    gemm_mxfp4_kernel<MT, ODD, GV_STAGES><<<cdiv(n, GV_ROWS), GV_THREADS>>>(x, w, ws, y, m, k, n);
     CUDA_CHECK(cudaGetLastError());
 }
 
@@ -395,9 +449,11 @@ void gemm_mxfp4_bf16(const uint16_t *d_x, const uint8_t *d_w, const uint8_t *d_w
         const int mr = m - r0 < MXFP4_GEMV_MAX_M ? m - r0 : MXFP4_GEMV_MAX_M;
         const uint16_t *x = d_x + (size_t)r0 * k;
         float *y = d_y + (size_t)r0 * n;
-        if (mr <= 8)
-            launch<1>(x, d_w, d_ws, y, mr, k, n);
+        if (mr == 1)
+            launch<1, false>(x, d_w, d_ws, y, mr, k, n);
+        else if (mr <= 8)
+            launch<1, true>(x, d_w, d_ws, y, mr, k, n);
         else
-            launch<2>(x, d_w, d_ws, y, mr, k, n);
+            launch<2, true>(x, d_w, d_ws, y, mr, k, n);
     }
 }
