@@ -75,20 +75,23 @@
 #define GV_ROWS 16   /* rows of W a CTA: an mma's m */
 #define GV_TURN 4    /* scale blocks a warp's turn, and a ring stage: 64 bytes of each row */
 #define GV_STAGES 4  /* a warp's ring: GV_STAGES - 1 turns in flight while it decodes one */
-/* words of a stage's row: a turn's 16 words of codes and 4 of padding. A fragment load reads
- * word 4u + q of rows g = 0 .. 7 (and then g + 8): with rows 20 words apart, an odd multiple of
- * 4, the 8 rows fall on 8 different groups of 4 banks */
-#define GV_LDW (4 * GV_TURN + 4)
 #define FULL 0xffffffffu
 
-/* one stage of a warp's ring: a turn's codes of the CTA's 16 rows */
+/* One stage of a warp's ring: a turn's codes of the CTA's 16 rows, a row's 4 chunks (one
+ * block, 16 bytes, each) swizzled: chunk c of row r at chunk c ^ swz(r) of its 64 bytes. An
+ * ldmatrix reads one chunk of 8 rows; rows 64 bytes apart would put rows r and r + 2 on the
+ * same 4 banks, and the swizzle spreads the 8 over all 32. And, for a batch of one, x's 128
+ * bf16 of the turn, copied beside the codes. */
 struct gv_stage {
-    uint32_t w[GV_ROWS][GV_LDW];
+    uint32_t w[GV_ROWS][4 * GV_TURN];
+    uint4 x[GV_TURN][4]; /* block u's 32 bf16 of x's row 0, as 4 x 8 */
 };
 static_assert(GV_TURN == 4, "a turn is two ldmatrix.x4 of two blocks each");
 /* a macro, not a constant: sm_75's build, the trap alone, would warn of an unused constant */
 #define GV_STAGE_WORDS ((int)(sizeof(gv_stage) / 4))
 static_assert(sizeof(gv_stage) % 16 == 0, "16-byte cp.async into every stage");
+/* the chunk of row r where the turn's block c lies: c ^ swz(r) */
+#define GV_SWZ(r) (((r) >> 1) & 3)
 
 /* the CTA's shared memory past the scale table: the warps' rings while they stream W, then the
  * warps' accumulators, for the sum across warps */
@@ -186,30 +189,29 @@ static __device__ __forceinline__ void mma_regs(float (&d)[4], uint32_t a0, uint
 }
 
 /* This lane's share of the copy of one of its warp's turns into a stage: block q of the turn
- * in rows rf and rf + 8, 16 bytes each, from src_a and src_b into dst and 8 rows below it,
- * where the block is inside k (in_k). The 16 bytes go as cp.async.cg, which skips L1: W is read
+ * in rows g and g + 8, 16 bytes each, from src_a and src_b into dst and 8 rows below it, where
+ * the block is inside k (in_k). The 16 bytes go as cp.async.cg, which skips L1: W is read
  * once. */
 static __device__ __forceinline__ void copy_turn(uint32_t *dst, const uint8_t *src_a,
                                                  const uint8_t *src_b, bool in_k)
 {
     if (in_k) {
         __pipeline_memcpy_async(dst, src_a, 16);
-        __pipeline_memcpy_async(dst + 8 * GV_LDW, src_b, 16);
+        __pipeline_memcpy_async(dst + 8 * 4 * GV_TURN, src_b, 16);
     }
 }
 
-/* This lane's words of two chunks of a stage, c0 and c0 + 1 (a chunk is one block of 32 codes,
- * 16 bytes of a row), as the fragments want them: r[0] = word q of row g's chunk c0, r[1] = of
- * row g + 8's, r[2], r[3] the same of chunk c0 + 1. One ldmatrix.x4 reads them: its four 8 x 8
- * matrices of 16-bit elements are 8 rows x 16 bytes each (rows 0-7 and 8-15 of chunk c0, then
- * of c0 + 1), lane l giving the address of row l % 8 of matrix l / 8 and receiving 4 bytes of
- * row l / 4 of each, bytes 4 (l % 4) to 4 (l % 4) + 3: word q. Four 32-bit shared loads in one
- * instruction; the rows 20 words apart put the 8 rows of a matrix on 8 different groups of 4
- * banks, one wavefront a matrix. */
+/* This lane's words of two blocks of a stage's turn, c0 and c0 + 1, as the fragments want
+ * them: r[0] = word q of row g's block c0, r[1] = of row g + 8's, r[2], r[3] the same of block
+ * c0 + 1. One ldmatrix.x4 reads them: its four 8 x 8 matrices of 16-bit elements are 8 rows x
+ * 16 bytes each (rows 0-7 and 8-15 of block c0, then of c0 + 1), lane l giving the address of
+ * row l % 8 of matrix l / 8 and receiving 4 bytes of row l / 4 of each, bytes 4 (l % 4) to
+ * 4 (l % 4) + 3: word q. Four 32-bit shared loads in one instruction, one wavefront a matrix:
+ * the swizzle puts its 8 rows on 8 different groups of 4 banks. */
 static __device__ __forceinline__ void load_words(const gv_stage *st, int c0, uint32_t (&r)[4])
 {
-    const int lane = threadIdx.x % 32;
-    const int word = (lane % 8 + 8 * ((lane / 8) % 2)) * GV_LDW + 4 * (c0 + lane / 16);
+    const int lane = threadIdx.x % 32, row = lane % 8 + 8 * ((lane / 8) % 2);
+    const int word = row * 4 * GV_TURN + 4 * ((c0 + lane / 16) ^ GV_SWZ(row));
     ldsm_frag f;
     ldsm_x4<false>(f, reinterpret_cast<const bf16 *>(st->w[0]), 2 * word); /* in bf16 */
 #ifdef HARNESS_EMU
@@ -225,31 +227,34 @@ static __device__ __forceinline__ void load_words(const gv_stage *st, int c0, ui
 #endif
 }
 
-/* One turn's products: the lane's 8 words (wr: chunks 0, 1 and 2, 3, as load_words gives them),
- * x's words (xv), the blocks' scales of rows g and g + 8 (xl, xh), nu of the turn's 4 blocks
- * inside k. Per block: two words decoded into the 8 registers of two A fragments, x paired to
- * match, two products from zero, and the block's scale applied to their fp32 sum, row by row.
- * ODD: x has a row 1 (m >= 2), and the odd columns of D (d[1], d[3]) are kept; at m = 1 they
- * are x's rows that do not exist, and their multiply-adds are left out. */
-template <int MT, bool ODD>
-static __device__ __forceinline__ void turn_products(float (&acc)[MT][4],
-                                                     const uint32_t (&wr)[2][4],
+/* One turn's products: the stage st, x's words (xv, when XS is false; else the stage's), the
+ * blocks' scales of rows g and g + 8 (xl, xh), nu of the turn's 4 blocks inside k. Per block:
+ * two words decoded into the 8 registers of two A fragments, x paired to match, two products
+ * from zero, and the block's scale applied to their fp32 sum, row by row. ODD: x has a row 1
+ * (m >= 2), and the odd columns of D (d[1], d[3]) are kept; at m = 1 they are x's rows that do
+ * not exist, and their multiply-adds are left out. */
+template <int MT, bool ODD, bool XS>
+static __device__ __forceinline__ void turn_products(float (&acc)[MT][4], const gv_stage *st,
                                                      const uint4 (&xv)[GV_TURN][MT],
                                                      const float (&xl)[GV_TURN],
                                                      const float (&xh)[GV_TURN], int nu,
                                                      uint32_t (*frag)[6])
 {
+    const int q = threadIdx.x % 4;
+    uint32_t wr[4];
 #pragma unroll
     for (int u = 0; u < GV_TURN; u++) {
         if (u >= nu)
             break;
+        if (u % 2 == 0) /* blocks u and u + 1: one ldmatrix */
+            load_words(st, u, wr);
         uint32_t alo[4], ahi[4];
-        decode_word(wr[u / 2][2 * (u % 2)], alo);     /* row g */
-        decode_word(wr[u / 2][2 * (u % 2) + 1], ahi); /* row g + 8 */
+        decode_word(wr[2 * (u % 2)], alo);     /* row g */
+        decode_word(wr[2 * (u % 2) + 1], ahi); /* row g + 8 */
 #pragma unroll
         for (int t = 0; t < MT; t++) {
             uint32_t b[4];
-            pair_x(xv[u][t], b);
+            pair_x(XS ? st->x[u][q] : xv[u][t], b);
             float d[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
             /* codes 0, 4 | 2, 6 of the lanes' words, then 1, 5 | 3, 7: the block's 32 */
             mma_regs(d, alo[0], ahi[0], alo[1], ahi[1], b[0], b[1], frag);
@@ -263,13 +268,13 @@ static __device__ __forceinline__ void turn_products(float (&acc)[MT][4],
         }
     }
 }
+
 #endif
 
 /* MT products a fragment: x's rows 0-7 (MT = 1) or 0-15 (MT = 2); ODD as in turn_products;
- * STAGES the depth of each warp's ring. No minimum of CTAs an SM in the launch bounds: the
- * MT = 1 kernel fits in the 64 registers a thread that 4 CTAs of 256 threads allow all the
- * same (ptxas -v says). */
-template <int MT, bool ODD, int STAGES>
+ * XS: x has one row (m = 1), which travels through the ring with the codes; STAGES the depth of
+ * each warp's ring. */
+template <int MT, bool ODD, bool XS, int STAGES>
 static __global__ void __launch_bounds__(GV_THREADS)
 gemm_mxfp4_kernel(const uint16_t *__restrict__ x, const uint8_t *__restrict__ wq,
                   const uint8_t *__restrict__ ws, float *__restrict__ y, int m, int k, int n)
@@ -277,11 +282,11 @@ gemm_mxfp4_kernel(const uint16_t *__restrict__ x, const uint8_t *__restrict__ wq
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
     __trap(); /* sm_75: no bf16 mma.sync m16n8k16 before sm_80 */
 #else
-    __shared__ float scale_of[256];                   /* e8m0 code -> its value */
+    __shared__ float scale_of[256];                    /* e8m0 code -> its value */
     __shared__ __align__(16) float4 s_x[GV_WARPS][GV_ROWS]; /* a turn's scales, a row's 4 */
     __shared__ __align__(16) gv_shared<MT, STAGES> s_; /* the warps' rings, then their totals */
 #ifdef HARNESS_EMU
-    __shared__ uint32_t frag[GV_WARPS][32][6];        /* the CPU backend's mma.sync (mma_regs) */
+    __shared__ uint32_t frag[GV_WARPS][32][6];         /* the CPU backend's mma.sync (mma_regs) */
 #else
     uint32_t (*const frag)[32][6] = nullptr;
 #endif
@@ -290,14 +295,9 @@ gemm_mxfp4_kernel(const uint16_t *__restrict__ x, const uint8_t *__restrict__ wq
     const int g = lane / 4, q = lane % 4; /* the fragments' row group and pair */
     const int c0 = blockIdx.x * GV_ROWS;
     const int kblocks = k / MX_BLOCK;
-    /* The rows this lane copies: rf and rf + 8, rf = 0, 4, 1, 5, 2, 6, 3, 7 for g = 0 .. 7. A
-     * 16-byte shared store goes out a quarter warp at a time, and lanes 8h .. 8h + 7 then write
-     * rows h and h + 4, 80 words apart: half the banks each, none twice. (Rows g and g + 1 are
-     * 20 words apart, and the quarter would write one group of 4 banks twice.) Rows past n read
-     * row c0: their y is not kept. */
-    const int rf = (g >> 1) + 4 * (g & 1);
-    const int ra = c0 + rf < n ? c0 + rf : c0, rb = c0 + rf + 8 < n ? c0 + rf + 8 : c0;
-    const int rlo = c0 + g < n ? c0 + g : c0, rhi = c0 + g + 8 < n ? c0 + g + 8 : c0;
+    /* the rows this lane copies, and whose scale codes it turns into floats: g and g + 8 (rows
+     * past n read row c0: their y is not kept) */
+    const int ra = c0 + g < n ? c0 + g : c0, rb = c0 + g + 8 < n ? c0 + g + 8 : c0;
 
     /* The warp's turns: turn i takes blocks j0 = 4 (8 i + warp) .. j0 + 3, so that a turn of
      * the 8 warps reads 512 contiguous bytes of each row. Turn i lives in stage i % STAGES of
@@ -310,21 +310,29 @@ gemm_mxfp4_kernel(const uint16_t *__restrict__ x, const uint8_t *__restrict__ wq
     int jc = GV_TURN * warp; /* the first block of the next turn to copy */
     const uint8_t *src_a = wq + (size_t)ra * (k / 2) + 16 * (jc + q);
     const uint8_t *src_b = wq + (size_t)rb * (k / 2) + 16 * (jc + q);
-    uint32_t *const dst = &ring[0].w[rf][4 * q]; /* this lane's 16 bytes of stage 0 */
+    /* this lane's 16 bytes of stage 0: block q of row g, in its swizzled place (row g + 8's is
+     * 8 rows below: the same swizzle) */
+    uint32_t *const dst = &ring[0].w[g][4 * (q ^ GV_SWZ(g))];
+    /* XS: lanes 0-15 copy x's 16 bytes of 16 l .. 16 l + 15 of the turn's 256 */
+    const uint16_t *src_x = x + 32 * jc + 8 * lane;
+    uint4 *const dst_x = &ring[0].x[lane / 4 % GV_TURN][lane % 4];
 #pragma unroll
     for (int i = 0; i < STAGES - 1; i++) {
         if (i < mine) {
             copy_turn(dst + i * GV_STAGE_WORDS, src_a, src_b, jc + q < kblocks);
+            if (XS && lane < 16 && jc + lane / 4 < kblocks)
+                __pipeline_memcpy_async(dst_x + i * GV_STAGE_WORDS / 4, src_x, 16);
             src_a += GV_WARPS * GV_TURN * 16, src_b += GV_WARPS * GV_TURN * 16;
-            jc += GV_WARPS * GV_TURN;
+            src_x += GV_WARPS * GV_TURN * 32, jc += GV_WARPS * GV_TURN;
         }
         __pipeline_commit();
     }
     /* The scale codes this lane turns into floats for its warp, block q of each turn in rows g
-     * and g + 8; and x's rows of this lane's B columns, g and, for MT = 2, g + 8, 8 bf16 of each
-     * block. A column past m reads row 0: a column of D is x's row alone, and it is not kept. */
-    const uint8_t *sc_lo = ws + (size_t)rlo * kblocks + GV_TURN * warp + q;
-    const uint8_t *sc_hi = ws + (size_t)rhi * kblocks + GV_TURN * warp + q;
+     * and g + 8; and (not XS) x's rows of this lane's B columns, g and, for MT = 2, g + 8, 8 bf16
+     * of each block. A column past m reads row 0: a column of D is x's row alone, and it is not
+     * kept. */
+    const uint8_t *sc_a = ws + (size_t)ra * kblocks + GV_TURN * warp + q;
+    const uint8_t *sc_b = ws + (size_t)rb * kblocks + GV_TURN * warp + q;
     const uint4 *__restrict__ xp[MT];
 #pragma unroll
     for (int t = 0; t < MT; t++)
@@ -349,25 +357,26 @@ gemm_mxfp4_kernel(const uint16_t *__restrict__ x, const uint8_t *__restrict__ wq
     for (int i = 0; i < mine; i++) {
         const int j0 = (i * GV_WARPS + warp) * GV_TURN;
         const int nu = kblocks - j0 < GV_TURN ? kblocks - j0 : GV_TURN; /* blocks inside k */
-        /* x's words and the scale codes for the turn, issued before the wait, whose time they
-         * then share */
+        /* the scale codes, and (not XS) x's words, for the turn, issued before the wait,
+         * whose time they then share */
         uint4 xv[GV_TURN][MT];
-        uint32_t code_lo = 0, code_hi = 0;
-        if (nu == GV_TURN) {
+        uint32_t code_a = 0, code_b = 0;
+        if (q < nu)
+            code_a = __ldg(sc_a), code_b = __ldg(sc_b);
+        if (!XS) {
+            if (nu == GV_TURN) {
 #pragma unroll
-            for (int u = 0; u < GV_TURN; u++)
+                for (int u = 0; u < GV_TURN; u++)
 #pragma unroll
-                for (int t = 0; t < MT; t++)
-                    xv[u][t] = __ldg(xp[t] + 4 * u);
-            code_lo = __ldg(sc_lo), code_hi = __ldg(sc_hi);
-        } else {
+                    for (int t = 0; t < MT; t++)
+                        xv[u][t] = __ldg(xp[t] + 4 * u);
+            } else {
 #pragma unroll
-            for (int u = 0; u < GV_TURN; u++)
+                for (int u = 0; u < GV_TURN; u++)
 #pragma unroll
-                for (int t = 0; t < MT; t++)
-                    xv[u][t] = u < nu ? __ldg(xp[t] + 4 * u) : make_uint4(0, 0, 0, 0);
-            if (q < nu)
-                code_lo = __ldg(sc_lo), code_hi = __ldg(sc_hi);
+                    for (int t = 0; t < MT; t++)
+                        xv[u][t] = u < nu ? __ldg(xp[t] + 4 * u) : make_uint4(0, 0, 0, 0);
+            }
         }
         /* of this lane's groups all but the STAGES - 2 youngest have landed: turn i's; the
          * __syncwarp makes every lane's copies of it visible to all, and says that every lane
@@ -376,10 +385,12 @@ gemm_mxfp4_kernel(const uint16_t *__restrict__ x, const uint8_t *__restrict__ wq
         __pipeline_wait_prior(STAGES - 2);
         __syncwarp();
         if (i + STAGES - 1 < mine) {
-            copy_turn(dst + (i + STAGES - 1) % STAGES * GV_STAGE_WORDS, src_a, src_b,
-                      jc + q < kblocks);
+            const int slot = (i + STAGES - 1) % STAGES;
+            copy_turn(dst + slot * GV_STAGE_WORDS, src_a, src_b, jc + q < kblocks);
+            if (XS && lane < 16 && jc + lane / 4 < kblocks)
+                __pipeline_memcpy_async(dst_x + slot * GV_STAGE_WORDS / 4, src_x, 16);
             src_a += GV_WARPS * GV_TURN * 16, src_b += GV_WARPS * GV_TURN * 16;
-            jc += GV_WARPS * GV_TURN;
+            src_x += GV_WARPS * GV_TURN * 32, jc += GV_WARPS * GV_TURN;
         }
         __pipeline_commit();
 
@@ -387,25 +398,22 @@ gemm_mxfp4_kernel(const uint16_t *__restrict__ x, const uint8_t *__restrict__ wq
          * reads its rows' four, 16 bytes a row. (Each lane of row group g looking up the 8
          * codes it needs itself would be 4 times the table's loads, and a byte extracted from
          * a word for each.) */
-        my_x[4 * g + q] = scale_of[code_lo];
-        my_x[4 * (g + 8) + q] = scale_of[code_hi];
+        my_x[4 * g + q] = scale_of[code_a];
+        my_x[4 * (g + 8) + q] = scale_of[code_b];
         __syncwarp();
         const float4 X_lo = s_x[warp][g], X_hi = s_x[warp][g + 8];
         const float xl[GV_TURN] = { X_lo.x, X_lo.y, X_lo.z, X_lo.w };
         const float xh[GV_TURN] = { X_hi.x, X_hi.y, X_hi.z, X_hi.w };
         const gv_stage *const st = ring + i % STAGES;
-        uint32_t wr[2][4];
-        load_words(st, 0, wr[0]);
-        load_words(st, 2, wr[1]);
         /* a whole turn without a test a block; only the last turn of a row may be partial */
         if (nu == GV_TURN)
-            turn_products<MT, ODD>(acc, wr, xv, xl, xh, GV_TURN, frag[warp]);
+            turn_products<MT, ODD, XS>(acc, st, xv, xl, xh, GV_TURN, frag[warp]);
         else
-            turn_products<MT, ODD>(acc, wr, xv, xl, xh, nu, frag[warp]);
+            turn_products<MT, ODD, XS>(acc, st, xv, xl, xh, nu, frag[warp]);
 #pragma unroll
         for (int t = 0; t < MT; t++)
             xp[t] += 4 * GV_WARPS * GV_TURN;
-        sc_lo += GV_WARPS * GV_TURN, sc_hi += GV_WARPS * GV_TURN;
+        sc_a += GV_WARPS * GV_TURN, sc_b += GV_WARPS * GV_TURN;
     }
 
     /* every copy has landed (the groups still open are empty); once every warp is past its
@@ -434,11 +442,12 @@ gemm_mxfp4_kernel(const uint16_t *__restrict__ x, const uint8_t *__restrict__ wq
 #endif
 }
 
-template <int MT, bool ODD>
+template <int MT, bool ODD, bool XS>
 static void launch(const uint16_t *x, const uint8_t *w, const uint8_t *ws, float *y, int m, int k,
                    int n)
 {
-    gemm_mxfp4_kernel<MT, ODD, GV_STAGES><<<cdiv(n, GV_ROWS), GV_THREADS>>>(x, w, ws, y, m, k, n);
+    gemm_mxfp4_kernel<MT, ODD, XS, GV_STAGES><<<cdiv(n, GV_ROWS), GV_THREADS>>>(x, w, ws, y, m, k,
+                                                                                n);
     CUDA_CHECK(cudaGetLastError());
 }
 
@@ -450,10 +459,10 @@ void gemm_mxfp4_bf16(const uint16_t *d_x, const uint8_t *d_w, const uint8_t *d_w
         const uint16_t *x = d_x + (size_t)r0 * k;
         float *y = d_y + (size_t)r0 * n;
         if (mr == 1)
-            launch<1, false>(x, d_w, d_ws, y, mr, k, n);
+            launch<1, false, true>(x, d_w, d_ws, y, mr, k, n);
         else if (mr <= 8)
-            launch<1, true>(x, d_w, d_ws, y, mr, k, n);
+            launch<1, true, false>(x, d_w, d_ws, y, mr, k, n);
         else
-            launch<2, true>(x, d_w, d_ws, y, mr, k, n);
+            launch<2, true, false>(x, d_w, d_ws, y, mr, k, n);
     }
 }
