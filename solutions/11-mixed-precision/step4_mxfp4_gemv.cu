@@ -61,6 +61,7 @@
  * it. At m = 9 to 16 two products a fragment need more than 64 registers a thread: 2 CTAs an
  * SM.
  */
+#include <stddef.h>
 #include <stdint.h>
 
 #include <cuda_bf16.h>
@@ -88,7 +89,7 @@ struct gv_stage {
 };
 static_assert(GV_TURN == 4, "a turn is two ldmatrix.x4 of two blocks each");
 /* a macro, not a constant: sm_75's build, the trap alone, would warn of an unused constant */
-#define GV_STAGE_WORDS ((int)(sizeof(gv_stage) / 4))
+#define GV_STAGE_BYTES ((int)sizeof(gv_stage))
 static_assert(sizeof(gv_stage) % 16 == 0, "16-byte cp.async into every stage");
 /* the chunk of row r where the turn's block c lies: c ^ swz(r) */
 #define GV_SWZ(r) (((r) >> 1) & 3)
@@ -188,73 +189,83 @@ static __device__ __forceinline__ void mma_regs(float (&d)[4], uint32_t a0, uint
 #endif
 }
 
-/* This lane's share of the copy of one of its warp's turns into a stage: block q of the turn
- * in rows g and g + 8, 16 bytes each, from src_a and src_b into dst and 8 rows below it, where
- * the block is inside k (in_k). The 16 bytes go as cp.async.cg, which skips L1: W is read
- * once. */
-static __device__ __forceinline__ void copy_turn(uint32_t *dst, const uint8_t *src_a,
-                                                 const uint8_t *src_b, bool in_k)
+/* The ring is addressed by byte offsets from the warp's ring, ring_g as a pointer and ring_s
+ * as a shared-memory address: an offset is one register and an add, where a pointer into
+ * shared memory would be turned into a shared address again at every copy and load. */
+
+/* 16 bytes from src to ring + off, as cp.async.cg (it skips L1: W is read once) */
+static __device__ __forceinline__ void cp16(char *ring_g, uint32_t ring_s, int off,
+                                            const void *src)
 {
-    if (in_k) {
-        __pipeline_memcpy_async(dst, src_a, 16);
-        __pipeline_memcpy_async(dst + 8 * 4 * GV_TURN, src_b, 16);
-    }
+#ifdef HARNESS_EMU
+    (void)ring_s;
+    __pipeline_memcpy_async(ring_g + off, src, 16);
+#else
+    (void)ring_g;
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(ring_s + off), "l"(src)
+                 : "memory");
+#endif
 }
 
-/* This lane's words of two blocks of a stage's turn, c0 and c0 + 1, as the fragments want
- * them: r[0] = word q of row g's block c0, r[1] = of row g + 8's, r[2], r[3] the same of block
- * c0 + 1. One ldmatrix.x4 reads them: its four 8 x 8 matrices of 16-bit elements are 8 rows x
- * 16 bytes each (rows 0-7 and 8-15 of block c0, then of c0 + 1), lane l giving the address of
- * row l % 8 of matrix l / 8 and receiving 4 bytes of row l / 4 of each, bytes 4 (l % 4) to
- * 4 (l % 4) + 3: word q. Four 32-bit shared loads in one instruction, one wavefront a matrix:
- * the swizzle puts its 8 rows on 8 different groups of 4 banks. */
-static __device__ __forceinline__ void load_words(const gv_stage *st, int c0, uint32_t (&r)[4])
+/* This lane's words of two blocks of a stage's turn, as the fragments want them: r[0] = word q
+ * of row g's block c0, r[1] = of row g + 8's, r[2], r[3] the same of block c0 + 1. One
+ * ldmatrix.x4 reads them: its four 8 x 8 matrices of 16-bit elements are 8 rows x 16 bytes
+ * each (rows 0-7 and 8-15 of block c0, then of c0 + 1), lane l giving the address of row l % 8
+ * of matrix l / 8 (its ring + off) and receiving 4 bytes of row l / 4 of each, bytes 4 (l % 4)
+ * to 4 (l % 4) + 3: word q. Four 32-bit shared loads in one instruction, one wavefront a
+ * matrix: the swizzle puts its 8 rows on 8 different groups of 4 banks. */
+static __device__ __forceinline__ void load_words(const char *ring_g, uint32_t ring_s, int off,
+                                                  uint32_t (&r)[4])
 {
-    const int lane = threadIdx.x % 32, row = lane % 8 + 8 * ((lane / 8) % 2);
-    const int word = row * 4 * GV_TURN + 4 * ((c0 + lane / 16) ^ GV_SWZ(row));
-    ldsm_frag f;
-    ldsm_x4<false>(f, reinterpret_cast<const bf16 *>(st->w[0]), 2 * word); /* in bf16 */
 #ifdef HARNESS_EMU
+    (void)ring_s;
+    ldsm_frag f;
+    ldsm_x4<false>(f, reinterpret_cast<const bf16 *>(ring_g), off / 2);
     /* the CPU backend's fragment holds the matrices whole: this lane's register of each */
-    const int g = lane / 4, q = lane % 4;
+    const int g = threadIdx.x % 32 / 4, q = threadIdx.x % 4;
 #pragma unroll
     for (int i = 0; i < 4; i++)
         r[i] = f.m[i][g][2 * q] | (uint32_t)f.m[i][g][2 * q + 1] << 16;
 #else
-#pragma unroll
-    for (int i = 0; i < 4; i++)
-        r[i] = f.r[i];
+    (void)ring_g;
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(ring_s + off)
+                 : "memory");
 #endif
 }
 
-/* One turn's products: the stage st, x's words (xv, when XS is false; else the stage's), the
+/* One turn's products: the stage at ring + soff (ld0, ld2: this lane's ldmatrix offsets of
+ * blocks 0-1 and 2-3 in a stage), x's words (xv, when XS is false; else the stage's), the
  * blocks' scales of rows g and g + 8 (xl, xh), nu of the turn's 4 blocks inside k. Per block:
  * two words decoded into the 8 registers of two A fragments, x paired to match, two products
  * from zero, and the block's scale applied to their fp32 sum, row by row. ODD: x has a row 1
  * (m >= 2), and the odd columns of D (d[1], d[3]) are kept; at m = 1 they are x's rows that do
  * not exist, and their multiply-adds are left out. */
 template <int MT, bool ODD, bool XS>
-static __device__ __forceinline__ void turn_products(float (&acc)[MT][4], const gv_stage *st,
+static __device__ __forceinline__ void turn_products(float (&acc)[MT][4], const char *ring_g,
+                                                     uint32_t ring_s, int soff, int ld0, int ld2,
                                                      const uint4 (&xv)[GV_TURN][MT],
                                                      const float (&xl)[GV_TURN],
                                                      const float (&xh)[GV_TURN], int nu,
                                                      uint32_t (*frag)[6])
 {
     const int q = threadIdx.x % 4;
+    const uint4 *const xs = reinterpret_cast<const gv_stage *>(ring_g + soff)->x[0];
     uint32_t wr[4];
 #pragma unroll
     for (int u = 0; u < GV_TURN; u++) {
         if (u >= nu)
             break;
         if (u % 2 == 0) /* blocks u and u + 1: one ldmatrix */
-            load_words(st, u, wr);
+            load_words(ring_g, ring_s, soff + (u == 0 ? ld0 : ld2), wr);
         uint32_t alo[4], ahi[4];
         decode_word(wr[2 * (u % 2)], alo);     /* row g */
         decode_word(wr[2 * (u % 2) + 1], ahi); /* row g + 8 */
 #pragma unroll
         for (int t = 0; t < MT; t++) {
             uint32_t b[4];
-            pair_x(XS ? st->x[u][q] : xv[u][t], b);
+            pair_x(XS ? xs[4 * u + q] : xv[u][t], b);
             float d[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
             /* codes 0, 4 | 2, 6 of the lanes' words, then 1, 5 | 3, 7: the block's 32 */
             mma_regs(d, alo[0], ahi[0], alo[1], ahi[1], b[0], b[1], frag);
@@ -274,8 +285,8 @@ static __device__ __forceinline__ void turn_products(float (&acc)[MT][4], const 
 /* MT products a fragment: x's rows 0-7 (MT = 1) or 0-15 (MT = 2); ODD as in turn_products;
  * XS: x has one row (m = 1), which travels through the ring with the codes; STAGES the depth of
  * each warp's ring. */
-template <int MT, bool ODD, bool XS, int STAGES>
-static __global__ void __launch_bounds__(GV_THREADS)
+template <int MT, bool ODD, bool XS, int STAGES, int MINB>
+static __global__ void __launch_bounds__(GV_THREADS, MINB)
 gemm_mxfp4_kernel(const uint16_t *__restrict__ x, const uint8_t *__restrict__ wq,
                   const uint8_t *__restrict__ ws, float *__restrict__ y, int m, int k, int n)
 {
@@ -304,24 +315,36 @@ gemm_mxfp4_kernel(const uint16_t *__restrict__ x, const uint8_t *__restrict__ wq
      * the warp's ring; STAGES - 1 turns are copied ahead, each its own commit group (empty
      * ones past the warp's last turn, so that the count of groups to wait for stays the
      * same). Every pointer steps a turn of the CTA, 32 blocks, at a time. */
-    gv_stage *const ring = s_.ring[warp];
+    char *const ring_g = reinterpret_cast<char *>(s_.ring[warp]);
+#ifdef HARNESS_EMU
+    const uint32_t ring_s = 0;
+#else
+    const uint32_t ring_s = (uint32_t)__cvta_generic_to_shared(ring_g);
+#endif
     const int turns = cdiv(kblocks, GV_TURN);
     const int mine = warp < turns ? cdiv(turns - warp, GV_WARPS) : 0;
     int jc = GV_TURN * warp; /* the first block of the next turn to copy */
     const uint8_t *src_a = wq + (size_t)ra * (k / 2) + 16 * (jc + q);
     const uint8_t *src_b = wq + (size_t)rb * (k / 2) + 16 * (jc + q);
-    /* this lane's 16 bytes of stage 0: block q of row g, in its swizzled place (row g + 8's is
+    /* this lane's 16 bytes of a stage: block q of row g, in its swizzled place (row g + 8's is
      * 8 rows below: the same swizzle) */
-    uint32_t *const dst = &ring[0].w[g][4 * (q ^ GV_SWZ(g))];
+    const int w_off = 4 * (g * 4 * GV_TURN + 4 * (q ^ GV_SWZ(g)));
     /* XS: lanes 0-15 copy x's 16 bytes of 16 l .. 16 l + 15 of the turn's 256 */
     const uint16_t *src_x = x + 32 * jc + 8 * lane;
-    uint4 *const dst_x = &ring[0].x[lane / 4 % GV_TURN][lane % 4];
+    const int x_off = (int)offsetof(gv_stage, x) + 16 * lane;
+    /* this lane's row of an ldmatrix's 8 x 8 matrices: row lr of blocks c0 + lane / 16 */
+    const int lr = lane % 8 + 8 * (lane / 8 % 2);
+    const int ld0 = 4 * (lr * 4 * GV_TURN + 4 * ((lane / 16) ^ GV_SWZ(lr)));
+    const int ld2 = 4 * (lr * 4 * GV_TURN + 4 * ((2 + lane / 16) ^ GV_SWZ(lr)));
 #pragma unroll
     for (int i = 0; i < STAGES - 1; i++) {
         if (i < mine) {
-            copy_turn(dst + i * GV_STAGE_WORDS, src_a, src_b, jc + q < kblocks);
+            if (jc + q < kblocks) {
+                cp16(ring_g, ring_s, i * GV_STAGE_BYTES + w_off, src_a);
+                cp16(ring_g, ring_s, i * GV_STAGE_BYTES + w_off + 8 * 16 * GV_TURN, src_b);
+            }
             if (XS && lane < 16 && jc + lane / 4 < kblocks)
-                __pipeline_memcpy_async(dst_x + i * GV_STAGE_WORDS / 4, src_x, 16);
+                cp16(ring_g, ring_s, i * GV_STAGE_BYTES + x_off, src_x);
             src_a += GV_WARPS * GV_TURN * 16, src_b += GV_WARPS * GV_TURN * 16;
             src_x += GV_WARPS * GV_TURN * 32, jc += GV_WARPS * GV_TURN;
         }
@@ -385,10 +408,13 @@ gemm_mxfp4_kernel(const uint16_t *__restrict__ x, const uint8_t *__restrict__ wq
         __pipeline_wait_prior(STAGES - 2);
         __syncwarp();
         if (i + STAGES - 1 < mine) {
-            const int slot = (i + STAGES - 1) % STAGES;
-            copy_turn(dst + slot * GV_STAGE_WORDS, src_a, src_b, jc + q < kblocks);
+            const int soff = (i + STAGES - 1) % STAGES * GV_STAGE_BYTES;
+            if (jc + q < kblocks) {
+                cp16(ring_g, ring_s, soff + w_off, src_a);
+                cp16(ring_g, ring_s, soff + w_off + 8 * 16 * GV_TURN, src_b);
+            }
             if (XS && lane < 16 && jc + lane / 4 < kblocks)
-                __pipeline_memcpy_async(dst_x + slot * GV_STAGE_WORDS / 4, src_x, 16);
+                cp16(ring_g, ring_s, soff + x_off, src_x);
             src_a += GV_WARPS * GV_TURN * 16, src_b += GV_WARPS * GV_TURN * 16;
             src_x += GV_WARPS * GV_TURN * 32, jc += GV_WARPS * GV_TURN;
         }
@@ -404,12 +430,14 @@ gemm_mxfp4_kernel(const uint16_t *__restrict__ x, const uint8_t *__restrict__ wq
         const float4 X_lo = s_x[warp][g], X_hi = s_x[warp][g + 8];
         const float xl[GV_TURN] = { X_lo.x, X_lo.y, X_lo.z, X_lo.w };
         const float xh[GV_TURN] = { X_hi.x, X_hi.y, X_hi.z, X_hi.w };
-        const gv_stage *const st = ring + i % STAGES;
+        const int soff = i % STAGES * GV_STAGE_BYTES;
         /* a whole turn without a test a block; only the last turn of a row may be partial */
         if (nu == GV_TURN)
-            turn_products<MT, ODD, XS>(acc, st, xv, xl, xh, GV_TURN, frag[warp]);
+            turn_products<MT, ODD, XS>(acc, ring_g, ring_s, soff, ld0, ld2, xv, xl, xh, GV_TURN,
+                                       frag[warp]);
         else
-            turn_products<MT, ODD, XS>(acc, st, xv, xl, xh, nu, frag[warp]);
+            turn_products<MT, ODD, XS>(acc, ring_g, ring_s, soff, ld0, ld2, xv, xl, xh, nu,
+                                       frag[warp]);
 #pragma unroll
         for (int t = 0; t < MT; t++)
             xp[t] += 4 * GV_WARPS * GV_TURN;
@@ -446,8 +474,8 @@ template <int MT, bool ODD, bool XS>
 static void launch(const uint16_t *x, const uint8_t *w, const uint8_t *ws, float *y, int m, int k,
                    int n)
 {
-    gemm_mxfp4_kernel<MT, ODD, XS, GV_STAGES><<<cdiv(n, GV_ROWS), GV_THREADS>>>(x, w, ws, y, m, k,
-                                                                                n);
+    gemm_mxfp4_kernel<MT, ODD, XS, GV_STAGES, MT == 1 ? 4 : 1>
+        <<<cdiv(n, GV_ROWS), GV_THREADS>>>(x, w, ws, y, m, k, n);
     CUDA_CHECK(cudaGetLastError());
 }
 
