@@ -31,35 +31,45 @@
  * 2^(e - 127) times 6 leaves bf16's range at the top of e8m0's; so a product's 16 values of k
  * lie in one block of 32 (lanes 4g .. 4g + 3 take the block's 4 words, two products a block),
  * the block's two products start from zero, and their fp32 result is multiplied by the block's
- * scale, per row, and added into the row's total: four FMAs a block, the scale read from a
- * 256-entry table in shared memory (0x00 is 2^-127, 0xff NaN).
+ * scale, per row, and added into the row's total: an FMA a row and a block.
  *
  * A block of 256 threads takes 16 rows of W (16 columns of y), its 8 warps taking turns along
  * k four scale blocks at a time: 8 x 4 x 16 bytes, 512 contiguous bytes of each row, a turn of
  * the CTA, every 32-byte sector read whole. The 8 warps' totals meet in shared memory at the
- * end.
+ * end. W reaches each warp through a ring of GV_STAGES stages in shared memory, one ring a
+ * warp, filled by 16-byte cp.async: a load into registers holds its register until it lands, a
+ * cp.async holds none, so each warp keeps GV_STAGES - 1 turns, 3 KB, on their way while it
+ * decodes another. The warps do not wait for each other until the end: a stage is one warp's,
+ * its lanes' copies made visible to each other by __syncwarp.
  *
- * W and its scales reach each warp through a ring of GV_STAGES stages in shared memory, one
- * ring a warp, filled by 16-byte cp.async. A load into registers holds its register until it
- * lands, so a lane can have one turn of 4-byte words in flight and no more (a second turn costs
- * 26 registers a thread, and half the warps an SM); a cp.async holds none, so each warp keeps
- * GV_STAGES - 1 turns, 3 KB, on their way while it decodes another, and the bytes in flight an
- * SM no longer depend on registers. A stage is a turn of the warp: its 16 rows x 64 bytes (each
- * lane copies 16 bytes of two rows; a warp's copy reads 8 rows x 64 contiguous bytes, whole
- * sectors) and the turn's 4 scale codes of each row as one word. Each lane then reads its
- * fragments' words from the stage with 32-bit shared loads, without a bank conflict. The warps
- * do not wait for each other until the end: a stage is one warp's, its lanes' copies made
- * visible to each other by __syncwarp, and once every warp is done the rings' memory is where
- * the warps' totals meet.
+ * Count the instructions of a warp's turn, 1 KB of codes: the decode is 8 words x 17 = 136, the
+ * products, x's pairing and the scales' FMAs some 40 more. Everything else (the copies, the
+ * loads of the words and of x, the scales, the addresses, the tests for the end of k) is
+ * overhead, and with a 32-bit shared load a word, each lane looking up its own 8 scales in the
+ * table, a test a block for the end of k and pointers into the ring made anew each turn, the
+ * overhead was as much again as the decode. This kernel keeps it small:
+ *   - the words come by ldmatrix.x4: its four 8 x 8 matrices of 16-bit elements are 8 rows x
+ *     16 bytes, and a lane receives 4 bytes of each, which is exactly word q of rows g and
+ *     g + 8 of two blocks: four 32-bit loads in one instruction, two a turn. A stage's rows
+ *     are 64 bytes, swizzled (block c of row r at chunk c ^ ((r >> 1) & 3)) so that the 8 rows
+ *     of a matrix fall on 8 different groups of 4 banks;
+ *   - the scales: two codes a lane (block q of rows g and g + 8) looked up in the 256-entry
+ *     table (0x00 is 2^-127, 0xff NaN) into the warp's 64 floats in shared memory, then 16 bytes
+ *     a row read back: 6 shared accesses a turn where each lane's own lookups took 24 and more;
+ *   - a whole turn has no test a block (only the last turn of a row may be partial), and the
+ *     ring is addressed by byte offsets from one shared address;
+ *   - at m = 1 the odd columns of D are x's rows that do not exist, and their FMAs are left out;
+ *     x's one row travels through the ring beside the codes (256 bytes a turn, copied by 16
+ *     lanes), so no register waits on it.
  *
  * MT is a template parameter, 1 (x's rows 0-7, one product a fragment) or 2 (rows 0-15, two);
  * a larger m runs in groups of 16 rows.
  *
- * Expect: at m = 1, nearer DRAM's rate: 32 warps an SM (4 CTAs of 44 KB of shared memory, at
- * most 64 registers a thread) each hold 3 KB of W in flight, three times what a warp's loads
- * into registers held; then the decode's instructions, 17 a word of 8 codes, are what bounds
- * it. At m = 9 to 16 two products a fragment need more than 64 registers a thread: 2 CTAs an
- * SM.
+ * Expect: at m = 1, 32 warps an SM (4 CTAs of 43 KB of shared memory, at most 64 registers a
+ * thread) each hold 3 KB of W in flight; the instructions of a turn about a fifth fewer than
+ * with a shared load a word and each lane's own scale lookups, and the time about that much
+ * nearer DRAM's. At m = 9 to 16 two products a fragment need more than 64 registers a thread:
+ * 2 CTAs an SM.
  */
 #include <stddef.h>
 #include <stdint.h>
