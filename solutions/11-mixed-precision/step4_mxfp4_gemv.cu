@@ -88,27 +88,32 @@
 #define GV_STAGES 4  /* a warp's ring: GV_STAGES - 1 turns in flight while it decodes one */
 #define FULL 0xffffffffu
 
-/* One stage of a warp's ring: a turn's codes of the CTA's 16 rows, a row's 4 chunks (one
- * block, 16 bytes, each) swizzled: chunk c of row r at chunk c ^ swz(r) of its 64 bytes. An
- * ldmatrix reads one chunk of 8 rows; rows 64 bytes apart would put rows r and r + 2 on the
- * same 4 banks, and the swizzle spreads the 8 over all 32. And, for a batch of one, x's 128
- * bf16 of the turn, copied beside the codes. */
+/* One stage of a warp's ring: a turn of T blocks (T = 4 or 8) of the CTA's 16 rows, a row's T
+ * chunks (one block, 16 bytes, each) swizzled: chunk c of row r at chunk c ^ gv_swz<T>(r). And,
+ * for a batch of one, x's 32 T bf16 of the turn, copied beside the codes. */
+template <int T>
 struct gv_stage {
-    uint32_t w[GV_ROWS][4 * GV_TURN];
-    uint4 x[GV_TURN][4]; /* block u's 32 bf16 of x's row 0, as 4 x 8 */
+    uint32_t w[GV_ROWS][4 * T];
+    uint4 x[T][4]; /* block u's 32 bf16 of x's row 0, as 4 x 8 */
 };
-static_assert(GV_TURN == 4, "a turn is two ldmatrix.x4 of two blocks each");
-/* a macro, not a constant: sm_75's build, the trap alone, would warn of an unused constant */
-#define GV_STAGE_BYTES ((int)sizeof(gv_stage))
-static_assert(sizeof(gv_stage) % 16 == 0, "16-byte cp.async into every stage");
-/* the chunk of row r where the turn's block c lies: c ^ swz(r) */
-#define GV_SWZ(r) (((r) >> 1) & 3)
 
-/* the CTA's shared memory past the scale table: the warps' rings while they stream W, then the
- * warps' accumulators, for the sum across warps */
-template <int MT, int STAGES>
+/* The chunk of row r where the turn's block c lies is c ^ gv_swz<T>(r). An ldmatrix reads one
+ * chunk of 8 rows, 16 bytes each, and those must fall on 8 different groups of 4 banks. Rows
+ * of 64 bytes (T = 4): rows r and r + 1 are already half the banks apart, and XORing the chunk
+ * with r / 2 separates r and r + 2, r + 4, r + 6. Rows of 128 bytes (T = 8) all start on bank
+ * 0: XOR with a different value for each of the 8, and the copy's quarter warp, which writes
+ * chunks 0-3 (or 4-7) of rows 2h and 2h + 1, wants the two rows' values to differ in bit 2. */
+template <int T>
+static __host__ __device__ __forceinline__ int gv_swz(int r)
+{
+    return T == 4 ? (r >> 1) & 3 : ((r & 1) << 2) | ((r >> 1) & 3);
+}
+
+/* the CTA's shared memory past the scale table and the warps' scales: the warps' rings while
+ * they stream W, then the warps' accumulators, for the sum across warps */
+template <int MT, int T, int STAGES>
 union gv_shared {
-    gv_stage ring[GV_WARPS][STAGES];
+    gv_stage<T> ring[GV_WARPS][STAGES];
     float part[GV_WARPS][MT][32][4];
 };
 
@@ -245,30 +250,29 @@ static __device__ __forceinline__ void load_words(const char *ring_g, uint32_t r
 #endif
 }
 
-/* One turn's products: the stage at ring + soff (ld0, ld2: this lane's ldmatrix offsets of
- * blocks 0-1 and 2-3 in a stage), x's words (xv, when XS is false; else the stage's), the
- * blocks' scales of rows g and g + 8 (xl, xh), nu of the turn's 4 blocks inside k. Per block:
- * two words decoded into the 8 registers of two A fragments, x paired to match, two products
- * from zero, and the block's scale applied to their fp32 sum, row by row. ODD: x has a row 1
- * (m >= 2), and the odd columns of D (d[1], d[3]) are kept; at m = 1 they are x's rows that do
- * not exist, and their multiply-adds are left out. */
-template <int MT, bool ODD, bool XS>
+/* One turn's products: the stage at ring + soff (ldc: this lane's ldmatrix offset of blocks
+ * 0-1 in a stage, ldx: the XOR that moves it to blocks u, u + 1), x's words (xv, when XS is
+ * false; else the stage's), the blocks' scales of rows g and g + 8 (xl, xh), nu of the turn's T
+ * blocks inside k. Per block: two words decoded into the 8 registers of two A fragments, x
+ * paired to match, two products from zero, and the block's scale applied to their fp32 sum,
+ * row by row. ODD: x has a row 1 (m >= 2), and the odd columns of D (d[1], d[3]) are kept; at
+ * m = 1 they are x's rows that do not exist, and their multiply-adds are left out. */
+template <int MT, bool ODD, bool XS, int T>
 static __device__ __forceinline__ void turn_products(float (&acc)[MT][4], const char *ring_g,
-                                                     uint32_t ring_s, int soff, int ld0, int ld2,
-                                                     const uint4 (&xv)[GV_TURN][MT],
-                                                     const float (&xl)[GV_TURN],
-                                                     const float (&xh)[GV_TURN], int nu,
-                                                     uint32_t (*frag)[6])
+                                                     uint32_t ring_s, int soff, int ldr, int ldx,
+                                                     const uint4 (&xv)[T][MT],
+                                                     const float (&xl)[T], const float (&xh)[T],
+                                                     int nu, uint32_t (*frag)[6])
 {
     const int q = threadIdx.x % 4;
-    const uint4 *const xs = reinterpret_cast<const gv_stage *>(ring_g + soff)->x[0];
+    const uint4 *const xs = reinterpret_cast<const gv_stage<T> *>(ring_g + soff)->x[0];
     uint32_t wr[4];
 #pragma unroll
-    for (int u = 0; u < GV_TURN; u++) {
+    for (int u = 0; u < T; u++) {
         if (u >= nu)
             break;
-        if (u % 2 == 0) /* blocks u and u + 1: one ldmatrix */
-            load_words(ring_g, ring_s, soff + (u == 0 ? ld0 : ld2), wr);
+        if (u % 2 == 0) /* blocks u and u + 1: one ldmatrix, at chunk u ^ ldx of its row */
+            load_words(ring_g, ring_s, soff + ldr + 16 * (u ^ ldx), wr);
         uint32_t alo[4], ahi[4];
         decode_word(wr[2 * (u % 2)], alo);     /* row g */
         decode_word(wr[2 * (u % 2) + 1], ahi); /* row g + 8 */
@@ -292,10 +296,14 @@ static __device__ __forceinline__ void turn_products(float (&acc)[MT][4], const 
 
 #endif
 
+/* the rings and totals (gv_shared) live in the launch's dynamic shared memory: over 48 KB at
+ * T = 8 (declared at file scope: one name for every instantiation of the template below) */
+extern __shared__ __align__(16) unsigned char gv_dyn[];
+
 /* MT products a fragment: x's rows 0-7 (MT = 1) or 0-15 (MT = 2); ODD as in turn_products;
- * XS: x has one row (m = 1), which travels through the ring with the codes; STAGES the depth of
- * each warp's ring. */
-template <int MT, bool ODD, bool XS, int STAGES, int MINB>
+ * XS: x has one row (m = 1), which travels through the ring with the codes; T blocks a turn;
+ * STAGES the depth of each warp's ring; MINB the CTAs an SM the registers must allow. */
+template <int MT, bool ODD, bool XS, int T, int STAGES, int MINB>
 static __global__ void __launch_bounds__(GV_THREADS, MINB)
 gemm_mxfp4_kernel(const uint16_t *__restrict__ x, const uint8_t *__restrict__ wq,
                   const uint8_t *__restrict__ ws, float *__restrict__ y, int m, int k, int n)
@@ -303,11 +311,14 @@ gemm_mxfp4_kernel(const uint16_t *__restrict__ x, const uint8_t *__restrict__ wq
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
     __trap(); /* sm_75: no bf16 mma.sync m16n8k16 before sm_80 */
 #else
-    __shared__ float scale_of[256];                    /* e8m0 code -> its value */
-    __shared__ __align__(16) float4 s_x[GV_WARPS][GV_ROWS]; /* a turn's scales, a row's 4 */
-    __shared__ __align__(16) gv_shared<MT, STAGES> s_; /* the warps' rings, then their totals */
+    static_assert(T == 4 || T == 8, "a turn is 4 or 8 blocks");
+    constexpr int SB = (int)sizeof(gv_stage<T>); /* a stage's bytes */
+    static_assert(SB % 16 == 0, "16-byte cp.async into every stage");
+    __shared__ float scale_of[256];                       /* e8m0 code -> its value */
+    __shared__ __align__(16) float s_x[GV_WARPS][GV_ROWS][T]; /* a turn's scales, a row's T */
+    gv_shared<MT, T, STAGES> &s_ = *reinterpret_cast<gv_shared<MT, T, STAGES> *>(gv_dyn);
 #ifdef HARNESS_EMU
-    __shared__ uint32_t frag[GV_WARPS][32][6];         /* the CPU backend's mma.sync (mma_regs) */
+    __shared__ uint32_t frag[GV_WARPS][32][6];            /* the CPU backend's mma.sync */
 #else
     uint32_t (*const frag)[32][6] = nullptr;
 #endif
@@ -320,57 +331,64 @@ gemm_mxfp4_kernel(const uint16_t *__restrict__ x, const uint8_t *__restrict__ wq
      * past n read row c0: their y is not kept) */
     const int ra = c0 + g < n ? c0 + g : c0, rb = c0 + g + 8 < n ? c0 + g + 8 : c0;
 
-    /* The warp's turns: turn i takes blocks j0 = 4 (8 i + warp) .. j0 + 3, so that a turn of
-     * the 8 warps reads 512 contiguous bytes of each row. Turn i lives in stage i % STAGES of
-     * the warp's ring; STAGES - 1 turns are copied ahead, each its own commit group (empty
-     * ones past the warp's last turn, so that the count of groups to wait for stays the
-     * same). Every pointer steps a turn of the CTA, 32 blocks, at a time. */
+    /* The warp's turns: turn i takes blocks j0 = T (8 i + warp) .. j0 + T - 1, so that a turn
+     * of the 8 warps reads 128 T contiguous bytes of each row. Turn i lives in stage
+     * i % STAGES of the warp's ring; STAGES - 1 turns are copied ahead, each its own commit
+     * group (empty ones past the warp's last turn, so that the count of groups to wait for
+     * stays the same). Every pointer steps a turn of the CTA, 8 T blocks, at a time. The ring
+     * is addressed by byte offsets (ring_g as a pointer, ring_s as a shared address). */
     char *const ring_g = reinterpret_cast<char *>(s_.ring[warp]);
 #ifdef HARNESS_EMU
     const uint32_t ring_s = 0;
 #else
     const uint32_t ring_s = (uint32_t)__cvta_generic_to_shared(ring_g);
 #endif
-    const int turns = cdiv(kblocks, GV_TURN);
+    const int turns = cdiv(kblocks, T);
     const int mine = warp < turns ? cdiv(turns - warp, GV_WARPS) : 0;
-    int jc = GV_TURN * warp; /* the first block of the next turn to copy */
+    int jc = T * warp; /* the first block of the next turn to copy */
+    /* this lane copies blocks q + 4h (h < T / 4) of rows g and g + 8, 16 bytes each, into
+     * their swizzled places (row g + 8's is 8 rows below: the same swizzle) */
     const uint8_t *src_a = wq + (size_t)ra * (k / 2) + 16 * (jc + q);
     const uint8_t *src_b = wq + (size_t)rb * (k / 2) + 16 * (jc + q);
-    /* this lane's 16 bytes of a stage: block q of row g, in its swizzled place (row g + 8's is
-     * 8 rows below: the same swizzle) */
-    const int w_off = 4 * (g * 4 * GV_TURN + 4 * (q ^ GV_SWZ(g)));
-    /* XS: lanes 0-15 copy x's 16 bytes of 16 l .. 16 l + 15 of the turn's 256 */
+    int w_off[T / 4];
+#pragma unroll
+    for (int h = 0; h < T / 4; h++)
+        w_off[h] = 16 * (g * T + ((q + 4 * h) ^ gv_swz<T>(g)));
+    /* XS: lane l < 4 T copies x's 16 bytes of 16 l .. 16 l + 15 of the turn's 64 T */
     const uint16_t *src_x = x + 32 * jc + 8 * lane;
-    const int x_off = (int)offsetof(gv_stage, x) + 16 * lane;
-    /* this lane's row of an ldmatrix's 8 x 8 matrices: row lr of blocks c0 + lane / 16 */
+    const int x_off = (int)offsetof(gv_stage<T>, x) + 16 * lane;
+    /* this lane's row of an ldmatrix's 8 x 8 matrices: row lr of blocks u + lane / 16 */
     const int lr = lane % 8 + 8 * (lane / 8 % 2);
-    const int ld0 = 4 * (lr * 4 * GV_TURN + 4 * ((lane / 16) ^ GV_SWZ(lr)));
-    const int ld2 = 4 * (lr * 4 * GV_TURN + 4 * ((2 + lane / 16) ^ GV_SWZ(lr)));
+    const int ldr = 16 * T * lr, ldx = (lane / 16) ^ gv_swz<T>(lr);
+    auto copy = [&](int soff) {
+#pragma unroll
+        for (int h = 0; h < T / 4; h++)
+            if (jc + q + 4 * h < kblocks) {
+                cp16(ring_g, ring_s, soff + w_off[h], src_a + 64 * h);
+                cp16(ring_g, ring_s, soff + w_off[h] + 8 * 16 * T, src_b + 64 * h);
+            }
+        if (XS && lane < 4 * T && jc + lane / 4 < kblocks)
+            cp16(ring_g, ring_s, soff + x_off, src_x);
+        src_a += GV_WARPS * T * 16, src_b += GV_WARPS * T * 16;
+        src_x += GV_WARPS * T * 32, jc += GV_WARPS * T;
+    };
 #pragma unroll
     for (int i = 0; i < STAGES - 1; i++) {
-        if (i < mine) {
-            if (jc + q < kblocks) {
-                cp16(ring_g, ring_s, i * GV_STAGE_BYTES + w_off, src_a);
-                cp16(ring_g, ring_s, i * GV_STAGE_BYTES + w_off + 8 * 16 * GV_TURN, src_b);
-            }
-            if (XS && lane < 16 && jc + lane / 4 < kblocks)
-                cp16(ring_g, ring_s, i * GV_STAGE_BYTES + x_off, src_x);
-            src_a += GV_WARPS * GV_TURN * 16, src_b += GV_WARPS * GV_TURN * 16;
-            src_x += GV_WARPS * GV_TURN * 32, jc += GV_WARPS * GV_TURN;
-        }
+        if (i < mine)
+            copy(i * SB);
         __pipeline_commit();
     }
-    /* The scale codes this lane turns into floats for its warp, block q of each turn in rows g
-     * and g + 8; and (not XS) x's rows of this lane's B columns, g and, for MT = 2, g + 8, 8 bf16
-     * of each block. A column past m reads row 0: a column of D is x's row alone, and it is not
-     * kept. */
-    const uint8_t *sc_a = ws + (size_t)ra * kblocks + GV_TURN * warp + q;
-    const uint8_t *sc_b = ws + (size_t)rb * kblocks + GV_TURN * warp + q;
+    /* The scale codes this lane turns into floats for its warp, blocks q + 4h of each turn in
+     * rows g and g + 8; and (not XS) x's rows of this lane's B columns, g and, for MT = 2,
+     * g + 8, 8 bf16 of each block. A column past m reads row 0: a column of D is x's row alone,
+     * and it is not kept. */
+    const uint8_t *sc_a = ws + (size_t)ra * kblocks + T * warp + q;
+    const uint8_t *sc_b = ws + (size_t)rb * kblocks + T * warp + q;
     const uint4 *__restrict__ xp[MT];
 #pragma unroll
     for (int t = 0; t < MT; t++)
         xp[t] = reinterpret_cast<const uint4 *>(x + (size_t)(g + 8 * t < m ? g + 8 * t : 0) * k) +
-                4 * GV_TURN * warp + q;
+                4 * T * warp + q;
     /* the table while the first copies fly */
     {
         const uint32_t e = threadIdx.x;
@@ -386,26 +404,29 @@ gemm_mxfp4_kernel(const uint16_t *__restrict__ x, const uint8_t *__restrict__ wq
         for (int e = 0; e < 4; e++)
             acc[t][e] = 0.0f;
 
-    float *const my_x = reinterpret_cast<float *>(s_x[warp]); /* [row][block of the turn] */
     for (int i = 0; i < mine; i++) {
-        const int j0 = (i * GV_WARPS + warp) * GV_TURN;
-        const int nu = kblocks - j0 < GV_TURN ? kblocks - j0 : GV_TURN; /* blocks inside k */
+        const int j0 = (i * GV_WARPS + warp) * T;
+        const int nu = kblocks - j0 < T ? kblocks - j0 : T; /* blocks inside k */
         /* the scale codes, and (not XS) x's words, for the turn, issued before the wait,
          * whose time they then share */
-        uint4 xv[GV_TURN][MT];
-        uint32_t code_a = 0, code_b = 0;
-        if (q < nu)
-            code_a = __ldg(sc_a), code_b = __ldg(sc_b);
-        if (!XS) {
-            if (nu == GV_TURN) {
+        uint4 xv[T][MT];
+        uint32_t code[T / 4][2];
 #pragma unroll
-                for (int u = 0; u < GV_TURN; u++)
+        for (int h = 0; h < T / 4; h++) {
+            code[h][0] = code[h][1] = 0;
+            if (q + 4 * h < nu)
+                code[h][0] = __ldg(sc_a + 4 * h), code[h][1] = __ldg(sc_b + 4 * h);
+        }
+        if (!XS) {
+            if (nu == T) {
+#pragma unroll
+                for (int u = 0; u < T; u++)
 #pragma unroll
                     for (int t = 0; t < MT; t++)
                         xv[u][t] = __ldg(xp[t] + 4 * u);
             } else {
 #pragma unroll
-                for (int u = 0; u < GV_TURN; u++)
+                for (int u = 0; u < T; u++)
 #pragma unroll
                     for (int t = 0; t < MT; t++)
                         xv[u][t] = u < nu ? __ldg(xp[t] + 4 * u) : make_uint4(0, 0, 0, 0);
@@ -417,41 +438,40 @@ gemm_mxfp4_kernel(const uint16_t *__restrict__ x, const uint8_t *__restrict__ wq
          * scales in s_x */
         __pipeline_wait_prior(STAGES - 2);
         __syncwarp();
-        if (i + STAGES - 1 < mine) {
-            const int soff = (i + STAGES - 1) % STAGES * GV_STAGE_BYTES;
-            if (jc + q < kblocks) {
-                cp16(ring_g, ring_s, soff + w_off, src_a);
-                cp16(ring_g, ring_s, soff + w_off + 8 * 16 * GV_TURN, src_b);
-            }
-            if (XS && lane < 16 && jc + lane / 4 < kblocks)
-                cp16(ring_g, ring_s, soff + x_off, src_x);
-            src_a += GV_WARPS * GV_TURN * 16, src_b += GV_WARPS * GV_TURN * 16;
-            src_x += GV_WARPS * GV_TURN * 32, jc += GV_WARPS * GV_TURN;
-        }
+        if (i + STAGES - 1 < mine)
+            copy((i + STAGES - 1) % STAGES * SB);
         __pipeline_commit();
 
-        /* The turn's 64 scale codes to floats, two a lane, into the warp's s_x; then each lane
-         * reads its rows' four, 16 bytes a row. (Each lane of row group g looking up the 8
-         * codes it needs itself would be 4 times the table's loads, and a byte extracted from
-         * a word for each.) */
-        my_x[4 * g + q] = scale_of[code_a];
-        my_x[4 * (g + 8) + q] = scale_of[code_b];
+        /* The turn's 16 T scale codes to floats, T / 2 a lane, into the warp's s_x; then each
+         * lane reads its rows' T, 16 bytes at a time. (Each lane of row group g looking up the
+         * 2 T codes it needs itself would be 4 times the table's loads, and a byte extracted
+         * from a word for each.) */
+#pragma unroll
+        for (int h = 0; h < T / 4; h++) {
+            s_x[warp][g][q + 4 * h] = scale_of[code[h][0]];
+            s_x[warp][g + 8][q + 4 * h] = scale_of[code[h][1]];
+        }
         __syncwarp();
-        const float4 X_lo = s_x[warp][g], X_hi = s_x[warp][g + 8];
-        const float xl[GV_TURN] = { X_lo.x, X_lo.y, X_lo.z, X_lo.w };
-        const float xh[GV_TURN] = { X_hi.x, X_hi.y, X_hi.z, X_hi.w };
-        const int soff = i % STAGES * GV_STAGE_BYTES;
+        float xl[T], xh[T];
+#pragma unroll
+        for (int h = 0; h < T / 4; h++) {
+            const float4 lo = reinterpret_cast<const float4 *>(s_x[warp][g])[h];
+            const float4 hi = reinterpret_cast<const float4 *>(s_x[warp][g + 8])[h];
+            xl[4 * h] = lo.x, xl[4 * h + 1] = lo.y, xl[4 * h + 2] = lo.z, xl[4 * h + 3] = lo.w;
+            xh[4 * h] = hi.x, xh[4 * h + 1] = hi.y, xh[4 * h + 2] = hi.z, xh[4 * h + 3] = hi.w;
+        }
+        const int soff = i % STAGES * SB;
         /* a whole turn without a test a block; only the last turn of a row may be partial */
-        if (nu == GV_TURN)
-            turn_products<MT, ODD, XS>(acc, ring_g, ring_s, soff, ld0, ld2, xv, xl, xh, GV_TURN,
-                                       frag[warp]);
+        if (nu == T)
+            turn_products<MT, ODD, XS, T>(acc, ring_g, ring_s, soff, ldr, ldx, xv, xl, xh, T,
+                                          frag[warp]);
         else
-            turn_products<MT, ODD, XS>(acc, ring_g, ring_s, soff, ld0, ld2, xv, xl, xh, nu,
-                                       frag[warp]);
+            turn_products<MT, ODD, XS, T>(acc, ring_g, ring_s, soff, ldr, ldx, xv, xl, xh, nu,
+                                          frag[warp]);
 #pragma unroll
         for (int t = 0; t < MT; t++)
-            xp[t] += 4 * GV_WARPS * GV_TURN;
-        sc_a += GV_WARPS * GV_TURN, sc_b += GV_WARPS * GV_TURN;
+            xp[t] += 4 * GV_WARPS * T;
+        sc_a += GV_WARPS * T, sc_b += GV_WARPS * T;
     }
 
     /* every copy has landed (the groups still open are empty); once every warp is past its
@@ -480,12 +500,16 @@ gemm_mxfp4_kernel(const uint16_t *__restrict__ x, const uint8_t *__restrict__ wq
 #endif
 }
 
-template <int MT, bool ODD, bool XS>
-static void launch(const uint16_t *x, const uint8_t *w, const uint8_t *ws, float *y, int m, int k,
-                   int n)
+/* one launch of the kernel: its dynamic shared memory asked for (over 48 KB a CTA must ask) */
+template <int MT, bool ODD, bool XS, int T, int STAGES, int MINB>
+static void launch_kernel(const uint16_t *x, const uint8_t *w, const uint8_t *ws, float *y, int m,
+                          int k, int n)
 {
-    gemm_mxfp4_kernel<MT, ODD, XS, GV_STAGES, MT == 1 ? 4 : 1>
-        <<<cdiv(n, GV_ROWS), GV_THREADS>>>(x, w, ws, y, m, k, n);
+    const int smem = (int)sizeof(gv_shared<MT, T, STAGES>);
+    CUDA_CHECK(cudaFuncSetAttribute(gemm_mxfp4_kernel<MT, ODD, XS, T, STAGES, MINB>,
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    gemm_mxfp4_kernel<MT, ODD, XS, T, STAGES, MINB>
+        <<<cdiv(n, GV_ROWS), GV_THREADS, smem>>>(x, w, ws, y, m, k, n);
     CUDA_CHECK(cudaGetLastError());
 }
 
@@ -497,10 +521,10 @@ void gemm_mxfp4_bf16(const uint16_t *d_x, const uint8_t *d_w, const uint8_t *d_w
         const uint16_t *x = d_x + (size_t)r0 * k;
         float *y = d_y + (size_t)r0 * n;
         if (mr == 1)
-            launch<1, false, true>(x, d_w, d_ws, y, mr, k, n);
+            launch_kernel<1, false, true, GV_TURN, GV_STAGES, 4>(x, d_w, d_ws, y, mr, k, n);
         else if (mr <= 8)
-            launch<1, true, false>(x, d_w, d_ws, y, mr, k, n);
+            launch_kernel<1, true, false, GV_TURN, GV_STAGES, 4>(x, d_w, d_ws, y, mr, k, n);
         else
-            launch<2, true, false>(x, d_w, d_ws, y, mr, k, n);
+            launch_kernel<2, true, false, GV_TURN, GV_STAGES, 1>(x, d_w, d_ws, y, mr, k, n);
     }
 }
