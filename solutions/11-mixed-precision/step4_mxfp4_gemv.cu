@@ -38,9 +38,12 @@
  * the CTA, every 32-byte sector read whole. The 8 warps' totals meet in shared memory at the
  * end. W reaches each warp through a ring of GV_STAGES stages in shared memory, one ring a
  * warp, filled by 16-byte cp.async: a load into registers holds its register until it lands, a
- * cp.async holds none, so each warp keeps GV_STAGES - 1 turns, 3 KB, on their way while it
- * decodes another. The warps do not wait for each other until the end: a stage is one warp's,
- * its lanes' copies made visible to each other by __syncwarp.
+ * cp.async holds none, so each warp keeps GV_STAGES - 1 turns on their way while it decodes
+ * another. The warps do not wait for each other until the end: a stage is one warp's, its
+ * lanes' copies made visible to each other by __syncwarp. Two stages, one turn in flight a
+ * warp, 1 KB, 32 KB an SM: at k = 8192 a warp has 8 turns in all, and a deeper ring asks for
+ * more of them at the start, when every SM asks at once, and leaves less of the SM's shared
+ * memory to L1 (the H200 measured two stages faster than three and four).
  *
  * Count the instructions of a warp's turn, 1 KB of codes: the decode is 8 words x 17 = 136, the
  * products, x's pairing and the scales' FMAs some 40 more. Everything else (the copies, the
@@ -65,11 +68,13 @@
  * MT is a template parameter, 1 (x's rows 0-7, one product a fragment) or 2 (rows 0-15, two);
  * a larger m runs in groups of 16 rows.
  *
- * Expect: at m = 1, 32 warps an SM (4 CTAs of 43 KB of shared memory, at most 64 registers a
- * thread) each hold 3 KB of W in flight; the instructions of a turn about a fifth fewer than
- * with a shared load a word and each lane's own scale lookups, and the time about that much
- * nearer DRAM's. At m = 9 to 16 two products a fragment need more than 64 registers a thread:
- * 2 CTAs an SM.
+ * T, the blocks of a turn, STAGES and the registers (MINB CTAs an SM) are template parameters,
+ * the launcher's choice GV_TURN = 4, GV_STAGES = 2, 4 CTAs an SM at m <= 8 (at most 64
+ * registers a thread) and 2 at m = 9 to 16, where two products a fragment need more than 64.
+ *
+ * Expect: at m = 1, 32 warps an SM; the instructions of a turn about a fifth fewer than with a
+ * shared load a word and each lane's own scale lookups, and the time about that much nearer
+ * DRAM's.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -85,7 +90,7 @@
 #define GV_WARPS (GV_THREADS / 32)
 #define GV_ROWS 16   /* rows of W a CTA: an mma's m */
 #define GV_TURN 4    /* scale blocks a warp's turn, and a ring stage: 64 bytes of each row */
-#define GV_STAGES 4  /* a warp's ring: GV_STAGES - 1 turns in flight while it decodes one */
+#define GV_STAGES 2  /* a warp's ring: GV_STAGES - 1 turns in flight while it decodes one */
 #define FULL 0xffffffffu
 
 /* One stage of a warp's ring: a turn of T blocks (T = 4 or 8) of the CTA's 16 rows, a row's T
@@ -530,6 +535,6 @@ void gemm_mxfp4_bf16(const uint16_t *d_x, const uint8_t *d_w, const uint8_t *d_w
         else if (mr <= 8)
             launch_kernel<1, true, false, GV_TURN, GV_STAGES, 4>(x, d_w, d_ws, y, mr, k, n);
         else
-            launch_kernel<2, true, false, GV_TURN, GV_STAGES, 1>(x, d_w, d_ws, y, mr, k, n);
+            launch_kernel<2, true, false, GV_TURN, GV_STAGES, 2>(x, d_w, d_ws, y, mr, k, n);
     }
 }
