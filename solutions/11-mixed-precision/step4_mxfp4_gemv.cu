@@ -58,7 +58,8 @@
  *     of a matrix fall on 8 different groups of 4 banks;
  *   - the scales: two codes a lane (block q of rows g and g + 8) looked up in the 256-entry
  *     table (0x00 is 2^-127, 0xff NaN) into the warp's 64 floats in shared memory, then 16 bytes
- *     a row read back: 6 shared accesses a turn where each lane's own lookups took 24 and more;
+ *     a row read back: 6 shared accesses a turn, where each lane looking up its own 8 took 10
+ *     and a byte extracted from a word for each;
  *   - a whole turn has no test a block (only the last turn of a row may be partial), and the
  *     ring is addressed by byte offsets from one shared address;
  *   - at m = 1 the odd columns of D are x's rows that do not exist, and their FMAs are left out;
