@@ -43,7 +43,7 @@
  * lanes' copies made visible to each other by __syncwarp. Two stages, one turn in flight a
  * warp, 1 KB, 32 KB an SM: at k = 8192 a warp has 8 turns in all, and a deeper ring asks for
  * more of them at the start, when every SM asks at once, and leaves less of the SM's shared
- * memory to L1 (the H200 measured two stages faster than three and four).
+ * memory to L1 (the H200 measured two stages faster than three, and three than four).
  *
  * Count the instructions of a warp's turn, 1 KB of codes: the decode is 8 words x 17 = 136, the
  * products, x's pairing and the scales' FMAs some 40 more. Everything else (the copies, the
@@ -62,20 +62,24 @@
  *     and a byte extracted from a word for each;
  *   - a whole turn has no test a block (only the last turn of a row may be partial), and the
  *     ring is addressed by byte offsets from one shared address;
- *   - at m = 1 the odd columns of D are x's rows that do not exist, and their FMAs are left out;
- *     x's one row travels through the ring beside the codes (256 bytes a turn, copied by 16
- *     lanes), so no register waits on it.
+ *   - at m = 1 the odd columns of D are x's rows that do not exist, and their FMAs are left
+ *     out.
  *
  * MT is a template parameter, 1 (x's rows 0-7, one product a fragment) or 2 (rows 0-15, two);
  * a larger m runs in groups of 16 rows.
  *
- * T, the blocks of a turn, STAGES and the registers (MINB CTAs an SM) are template parameters,
- * the launcher's choice GV_TURN = 4, GV_STAGES = 2, 4 CTAs an SM at m <= 8 (at most 64
- * registers a thread) and 2 at m = 9 to 16, where two products a fragment need more than 64.
+ * T (the blocks of a turn), STAGES, XS (x's one row copied through the ring beside the codes,
+ * at m = 1) and MINB (the CTAs an SM the registers must allow) are template parameters, so that
+ * the alternatives the lesson measures are one instantiation away. The launcher's choice, the
+ * H200's fastest: T = 4, 2 stages, x loaded into registers, 4 CTAs an SM at m <= 8 (at most 64
+ * registers a thread) and 2 at m = 9 to 16, where two products a fragment need more than 64
+ * (at 130 registers one CTA fits, and m = 16 took half again as long). Through the ring, x's
+ * 256 bytes a turn come from L2 in the same group as the codes, and every turn waits for them:
+ * slower, at m = 1, than loads into registers issued before the wait.
  *
- * Expect: at m = 1, 32 warps an SM; the instructions of a turn about a fifth fewer than with a
- * shared load a word and each lane's own scale lookups, and the time about that much nearer
- * DRAM's.
+ * Expect: at m = 1, 32 warps an SM; the instructions of a turn about a seventh fewer than with
+ * a shared load a word and each lane's own scale lookups (about 290 against 338), and the time
+ * about that much nearer DRAM's, the rest from the shallower ring.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -532,7 +536,7 @@ void gemm_mxfp4_bf16(const uint16_t *d_x, const uint8_t *d_w, const uint8_t *d_w
         const uint16_t *x = d_x + (size_t)r0 * k;
         float *y = d_y + (size_t)r0 * n;
         if (mr == 1)
-            launch_kernel<1, false, true, GV_TURN, GV_STAGES, 4>(x, d_w, d_ws, y, mr, k, n);
+            launch_kernel<1, false, false, GV_TURN, GV_STAGES, 4>(x, d_w, d_ws, y, mr, k, n);
         else if (mr <= 8)
             launch_kernel<1, true, false, GV_TURN, GV_STAGES, 4>(x, d_w, d_ws, y, mr, k, n);
         else
