@@ -43,7 +43,7 @@
  * lanes' copies made visible to each other by __syncwarp. Two stages, one turn in flight a
  * warp, 1 KB, 32 KB an SM: at k = 8192 a warp has 8 turns in all, and a deeper ring asks for
  * more of them at the start, when every SM asks at once, and leaves less of the SM's shared
- * memory to L1 (the H200 measured two stages faster than three, and three than four).
+ * memory to L1 (on the H200, two or three stages were faster than four).
  *
  * Count the instructions of a warp's turn, 1 KB of codes: the decode is 8 words x 17 = 136, the
  * products, x's pairing and the scales' FMAs some 40 more. Everything else (the copies, the
