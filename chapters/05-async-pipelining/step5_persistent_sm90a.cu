@@ -1,0 +1,225 @@
+/* step5_persistent_sm90a.cu: step 5 of 5, yours; sm_90a code, which runs on compute
+ * capability 9.0 only. Step 4's math in persistent CTAs, clusters of two that share A by TMA
+ * multicast, and a tile chosen by the shape.
+ *
+ * Step 4 launches a block a tile: each fills its ring from empty, multiplies, stores C and
+ * leaves. Here the grid is as many CTAs as the GPU holds at once, each walking a list of
+ * tiles with its ring running on across them, and the two CTAs of a cluster take two tiles
+ * side by side in n, the same rows of A: each copies half of A's box and TMA multicasts it
+ * into both. The lesson is README.md beside this file, its hints "Step 5"; persistent.cuh
+ * (given) wraps the cluster's instructions and the wgmma products of widths 64, 128 and 256.
+ * Given below: the configurations (ps_config), the tile order (ps_tile_of), the store of C
+ * (store_c), the launcher that sizes the grid and picks a configuration by shape.
+ *
+ * TODO, the contract. gemm_persistent_kernel<BM, BN, STAGES, CLUSTER> computes C = A B as
+ * gemm.h says over the tiles ps_tile_of lists: unit u = blockIdx.x / CLUSTER (the cluster's
+ * id), then u + the number of clusters, and so on, the CTA of rank r in its cluster taking the
+ * r-th tile of each unit. A warpgroup producer (setmaxnreg.dec, one thread issuing the copies)
+ * and two consumer warpgroups (setmaxnreg.inc), each WM = BM / 2 rows of the tile, k 64 a
+ * stage through a ring of STAGES stages laid out as ps_config says, a full and an empty
+ * mbarrier a stage. With CLUSTER = 2 each CTA copies its A_BOX_ROWS rows of A's box with
+ * tma_load_2d_multicast into both CTAs, B with tma_load_2d into its own; the empty barrier
+ * of a stage counts the consumer warps of both CTAs, and a consumer warp releases a stage on
+ * both (mbar_arrive_cluster). No CTA leaves while its peer may still write into it.
+ *
+ * What the grader measures (make grade CH=05 STEP=5), on a GPU of compute capability 9.0 only
+ * (the CPU backend runs no wgmma, and leaves this file out: the step says SKIP there):
+ *   - C on step 4's shapes and on shapes that leave partial tiles in every configuration
+ *     (twice each, C poisoned first); 1024^3 and 2048 x 2048 x 2056 checked against cuBLAS;
+ *   - at 4096^3, at least STEP5_NEEDS times the reference of step 4 (gemm_wgmma), measured in
+ *     the same run; and in the sm_90a machine code of gemm_persistent_kernel: HGMMA, UTMALDG
+ *     with MULTICAST, and USETMAXREG.
+ * As given, the kernel writes nothing: every shape fails with C unwritten. */
+#include "tile.cuh"       /* bf16 */
+#include "persistent.cuh" /* tma.cuh, wgmma.cuh, the cluster and the products */
+#include "pad_rows.h"     /* gemm_pad_rows: rows padded to 16 bytes where k or n asks for it */
+
+#define PS_BK 64            /* k a stage: 64 bf16, one 128-byte swizzle row */
+#define PS_THREADS 384      /* 3 warpgroups: the producer, 2 consumers */
+#define PS_CONSUMER_WARPS 8
+#define PS_B_BOX_BYTES (PS_BK * 64 * 2) /* one 64 x 64 box of B: 8 KB */
+/* registers a thread after the hand-over: 128 x 40 + 256 x 232 = 64,512 of the SM's 65,536 */
+#define PS_PRODUCER_REGS 40
+#define PS_CONSUMER_REGS 232
+
+/* A configuration: its tile, stages and cluster, and what follows from them. */
+template <int BM, int BN, int STAGES, int CLUSTER>
+struct ps_config {
+    static_assert(BM == 128 || BM == 256, "a consumer warpgroup takes 64 or 128 rows");
+    static_assert(BN == 64 || BN == 128 || BN == 256, "wgmma m64nNk16, N = 64, 128 or 256");
+    static_assert(CLUSTER == 1 || CLUSTER == 2, "one CTA, or two sharing A");
+    static constexpr int WM = BM / 2;                 /* rows of the tile a consumer */
+    static constexpr int MI = WM / 64;                /* its 64-row products a k16 */
+    static constexpr int ACC = BN / 2;                /* floats a thread for 64 rows */
+    static constexpr int A_BYTES = BM * PS_BK * 2;
+    static constexpr int A_BOX_ROWS = BM / CLUSTER;   /* the part of A a CTA copies */
+    static constexpr int A_BOX_BYTES = A_BOX_ROWS * PS_BK * 2;
+    static constexpr int B_BOXES = BN / 64;
+    static constexpr int STAGE_SIZE = A_BYTES + B_BOXES * PS_B_BOX_BYTES;
+    static constexpr int BAR_OFF = STAGES * STAGE_SIZE;
+    /* and 1 KB of slack to put the first stage on a 1 KB boundary */
+    static constexpr int SMEM = BAR_OFF + 2 * STAGES * 8 + 1024;
+    static_assert(SMEM <= 232448, "more shared memory than a block may have");
+    static_assert(MI * ACC <= 128, "128 accumulators a thread at most");
+};
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+/* one tile: its first row and column of C */
+struct ps_tile {
+    int row0, col0;
+};
+
+/* Unit u of the tile order: CLUSTER tiles side by side in n (one a CTA of the cluster, by
+ * rank), m-block mb and cluster column nc. m-blocks go in bands of `group`; within a band m
+ * runs fastest. */
+static __device__ __forceinline__ ps_tile ps_tile_of(int u, int mblocks, int ncols, int group,
+                                                    int bm, int bn, int cluster, int rank)
+{
+    const int band = u / (group * ncols), q = u % (group * ncols);
+    const int mb0 = band * group, rows = min(group, mblocks - mb0);
+    return { (mb0 + q % rows) * bm, (q / rows * cluster + rank) * bn };
+}
+
+/* A consumer thread's share of 64 rows of C, as in step 4 (the accumulator layout:
+ * persistent.cuh): rows row and row + 8, columns col + 8 j and the one after; pairs: n even and
+ * C 8-byte aligned, so two columns go at once; else one float at a time (with n odd, every
+ * other row starts on an odd float) */
+template <int N>
+static __device__ __forceinline__ void store_c(float *__restrict__ c, const float (&d)[N], int m,
+                                               int n, int row, int col, bool pairs)
+{
+    if (pairs) {
+#pragma unroll
+        for (int j = 0; j < N / 4; j++) {
+            if (col + 8 * j < n) {
+                if (row < m)
+                    *reinterpret_cast<float2 *>(c + (size_t)row * n + col + 8 * j) =
+                        make_float2(d[4 * j], d[4 * j + 1]);
+                if (row + 8 < m)
+                    *reinterpret_cast<float2 *>(c + (size_t)(row + 8) * n + col + 8 * j) =
+                        make_float2(d[4 * j + 2], d[4 * j + 3]);
+            }
+        }
+    } else {
+#pragma unroll
+        for (int j = 0; j < N / 4; j++) {
+            const int cj = col + 8 * j;
+            if (cj < n) {
+                if (row < m) {
+                    c[(size_t)row * n + cj] = d[4 * j];
+                    if (cj + 1 < n)
+                        c[(size_t)row * n + cj + 1] = d[4 * j + 1];
+                }
+                if (row + 8 < m) {
+                    c[(size_t)(row + 8) * n + cj] = d[4 * j + 2];
+                    if (cj + 1 < n)
+                        c[(size_t)(row + 8) * n + cj + 1] = d[4 * j + 3];
+                }
+            }
+        }
+    }
+}
+
+#endif
+
+template <int BM, int BN, int STAGES, int CLUSTER>
+static __global__ void __launch_bounds__(PS_THREADS, 1)
+gemm_persistent_kernel(const __grid_constant__ CUtensorMap map_a,
+                       const __grid_constant__ CUtensorMap map_b, float *__restrict__ c, int m,
+                       int k, int n, bool pairs, int group)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    /* TODO: the barriers, the producer and the consumers (the contract above) */
+    (void)map_a; (void)map_b; (void)c; (void)m; (void)k; (void)n; (void)pairs; (void)group;
+    (void)&ps_tile_of; /* given: the order of the tiles */
+#else
+    __trap(); /* wgmma, setmaxnreg and multicast exist in sm_90a code only */
+#endif
+}
+
+/* C = A B with one configuration, A and B rows lda and ldb apart (multiples of 8: the padded
+ * copies where needed), C's rows n apart; group: the band of the tile order, in m-blocks */
+template <int BM, int BN, int STAGES, int CLUSTER>
+static void gemm_persistent_run(const bf16 *a, int lda, const bf16 *b, int ldb, float *d_c,
+                                int m, int k, int n, int group)
+{
+    typedef ps_config<BM, BN, STAGES, CLUSTER> cfg;
+    auto kernel = gemm_persistent_kernel<BM, BN, STAGES, CLUSTER>;
+    /* once a device and configuration: the shared memory allowed, and how many clusters of
+     * this kernel the GPU holds at once (a cluster's SMs must be in one GPC, so this can be
+     * fewer than the SMs over CLUSTER) */
+    static int ready_dev = -1, max_clusters;
+    int dev;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    cudaLaunchConfig_t lc = {};
+    cudaLaunchAttribute attr;
+    lc.blockDim = dim3(PS_THREADS);
+    lc.dynamicSmemBytes = cfg::SMEM;
+    lc.stream = 0;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = CLUSTER;
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    lc.attrs = &attr;
+    lc.numAttrs = 1;
+    if (dev != ready_dev) {
+        int major, minor;
+        CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+        CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+        if (major != 9 || minor != 0) {
+            fprintf(stderr, "gemm_persistent: needs sm_90 (wgmma is sm_90a code, which runs on "
+                            "compute capability 9.0 only); this device is sm_%d%d\n", major,
+                    minor);
+            exit(EXIT_FAILURE);
+        }
+        CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        cfg::SMEM));
+        lc.gridDim = dim3(CLUSTER);
+        CUDA_CHECK(cudaOccupancyMaxActiveClusters(&max_clusters, (void *)kernel, &lc));
+        if (max_clusters < 1) {
+            fprintf(stderr, "gemm_persistent: this device fits no cluster of %d CTAs of %d "
+                            "bytes of shared memory\n", CLUSTER, cfg::SMEM);
+            exit(EXIT_FAILURE);
+        }
+        ready_dev = dev;
+    }
+    CUtensorMap map_a = make_map("gemm_persistent", a, m, k, lda, cfg::A_BOX_ROWS, PS_BK,
+                                 CU_TENSOR_MAP_SWIZZLE_128B);
+    CUtensorMap map_b = make_map("gemm_persistent", b, k, n, ldb, PS_BK, 64,
+                                 CU_TENSOR_MAP_SWIZZLE_128B);
+    const bool pairs = n % 2 == 0 && (reinterpret_cast<uintptr_t>(d_c) & 7) == 0;
+    const int units = cdiv(m, BM) * cdiv(cdiv(n, BN), CLUSTER);
+    lc.gridDim = dim3(CLUSTER * (units < max_clusters ? units : max_clusters));
+    CUDA_CHECK(cudaLaunchKernelEx(&lc, kernel, map_a, map_b, d_c, m, k, n, pairs, group));
+    CUDA_CHECK(cudaGetLastError());
+}
+
+/* The configuration for a shape: the widest tile that still gives every SM several tiles,
+ * else narrower tiles, so that small problems fill the GPU. 132 SMs, 66 clusters of two. */
+typedef void (*ps_run_fn)(const bf16 *, int, const bf16 *, int, float *, int, int, int, int);
+static ps_run_fn pick_config(int m, int n, int *group)
+{
+    const long tiles_256 = (long)cdiv(m, 128) * cdiv(n, 256);
+    const long tiles_128 = (long)cdiv(m, 128) * cdiv(n, 128);
+    *group = 8;
+    if (tiles_256 >= 264)
+        return gemm_persistent_run<128, 256, 4, 2>;
+    if (tiles_128 >= 264)
+        return gemm_persistent_run<128, 128, 6, 2>;
+    return gemm_persistent_run<128, 64, 8, 2>;
+}
+
+extern "C" void gemm_persistent(const gemm_bf16 *d_a, const gemm_bf16 *d_b, float *d_c, int m,
+                                int k, int n)
+{
+    /* TMA's global strides must be multiples of 16 bytes: where a row of A or B does not start
+     * on 16 bytes, the maps describe a copy whose rows do, as in steps 3 and 4 */
+    struct gemm_padded p;
+    gemm_pad_rows(d_a, d_b, m, k, n, &p);
+    int group;
+    ps_run_fn run = pick_config(m, n, &group);
+    run(reinterpret_cast<const bf16 *>(p.a), p.lda, reinterpret_cast<const bf16 *>(p.b), p.ldb,
+        d_c, m, k, n, group);
+    gemm_pad_rows_free(&p); /* in stream order: after the kernel has read the copies */
+}

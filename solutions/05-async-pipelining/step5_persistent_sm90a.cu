@@ -1,0 +1,358 @@
+/* step5_persistent_sm90a.cu: step 5 of 5, the solution; Hopper only (sm_90a code, which runs
+ * on compute capability 9.0 and nothing else). A persistent, clustered wgmma GEMM: the tile
+ * shape chosen by the shape of the problem.
+ * Change from step 4: the math is the same (wgmma from 128-byte swizzled TMA boxes, a producer
+ * warpgroup and two consumer warpgroups, setmaxnreg); what changes is everything around it.
+ *
+ *   Persistent CTAs. Step 4 launches a block a tile: each block fills its ring from empty,
+ *     multiplies, stores C and leaves, and the SM waits for the next block to start and fill
+ *     its ring again. Here the grid is as many CTAs as the GPU holds at once (one an SM), and
+ *     each walks a list of tiles. The ring of stages runs on across tiles: while the consumers
+ *     store one tile's C, the producer is already copying the next tile's first blocks of k.
+ *   Clusters of two CTAs and TMA multicast. The two CTAs of a cluster take two tiles side by
+ *     side in n, the same rows of A. Each copies half of A's box and the TMA unit writes it
+ *     into both CTAs' shared memory: a CTA fetches half its A from L2, and the other half
+ *     arrives from its peer's copy. A stage may be refilled only when both CTAs' consumers
+ *     are done with it (the refill lands in both), so the empty barrier counts the consumer
+ *     warps of both, and each consumer warp arrives on both CTAs' barriers.
+ *   A tile order that keeps L2 warm. Tiles go in bands of `group` m-blocks; within a band m
+ *     runs fastest, so the clusters at work at once share a few panels of A and of B, which
+ *     L2 then serves many times for one read of HBM.
+ *   A tile for the shape. 128 x 256 (two 64 x 256 halves, step 4's) where there are tiles
+ *     enough to fill the SMs several times over; 128 x 128 or 128 x 64 where there are not
+ *     (1024^3 has 32 tiles of 128 x 256 for 132 SMs, but 128 of 128 x 64). The kernel is a
+ *     template over the tile (BM x BN), the stages and the cluster size; gemm_persistent
+ *     picks one (pick_config below).
+ *
+ * The stage: A's BM x 64 (CLUSTER boxes of BM / CLUSTER rows, rank r's at r x its size), then
+ * B's 64 x BN in boxes of 64 x 64, 8 KB apart; every box 128-byte swizzled and on 1 KB. A
+ * CTA's full barrier expects the whole stage: its own half of A, its peer's (multicast in),
+ * and its own B; the one arrival is its producer's.
+ *
+ * Edges, said plainly: boxes that hang over m, n or k land zero-filled and count all their
+ * bytes. A box that would start wholly past m or n (the peer's half of rows past m, the second
+ * tile of a pair at an odd count of n-blocks) is copied from the last row or column that exists
+ * instead: its products fall on rows or columns of C that are never stored. As in step 4, A and
+ * B whose rows do not start on 16 bytes are multiplied from padded copies (pad_rows.h), and C
+ * is stored from the registers, in pairs of floats where n is even.
+ * Expect: about cuBLAS BF16 at 4096^3 and 8192^3, and several times step 4 at 1024^3, where
+ * step 4 leaves half the SMs idle. */
+#include "tile.cuh"       /* bf16 */
+#include "persistent.cuh" /* tma.cuh, wgmma.cuh, the cluster and the products */
+#include "pad_rows.h"     /* gemm_pad_rows: rows padded to 16 bytes where k or n asks for it */
+
+#define PS_BK 64            /* k a stage: 64 bf16, one 128-byte swizzle row */
+#define PS_THREADS 384      /* 3 warpgroups: the producer, 2 consumers */
+#define PS_CONSUMER_WARPS 8
+#define PS_B_BOX_BYTES (PS_BK * 64 * 2) /* one 64 x 64 box of B: 8 KB */
+/* registers a thread after the hand-over: 128 x 40 + 256 x 232 = 64,512 of the SM's 65,536 */
+#define PS_PRODUCER_REGS 40
+#define PS_CONSUMER_REGS 232
+
+/* A configuration: its tile, stages and cluster, and what follows from them. */
+template <int BM, int BN, int STAGES, int CLUSTER>
+struct ps_config {
+    static_assert(BM == 128 || BM == 256, "a consumer warpgroup takes 64 or 128 rows");
+    static_assert(BN == 64 || BN == 128 || BN == 256, "wgmma m64nNk16, N = 64, 128 or 256");
+    static_assert(CLUSTER == 1 || CLUSTER == 2, "one CTA, or two sharing A");
+    static constexpr int WM = BM / 2;                 /* rows of the tile a consumer */
+    static constexpr int MI = WM / 64;                /* its 64-row products a k16 */
+    static constexpr int ACC = BN / 2;                /* floats a thread for 64 rows */
+    static constexpr int A_BYTES = BM * PS_BK * 2;
+    static constexpr int A_BOX_ROWS = BM / CLUSTER;   /* the part of A a CTA copies */
+    static constexpr int A_BOX_BYTES = A_BOX_ROWS * PS_BK * 2;
+    static constexpr int B_BOXES = BN / 64;
+    static constexpr int STAGE_SIZE = A_BYTES + B_BOXES * PS_B_BOX_BYTES;
+    static constexpr int BAR_OFF = STAGES * STAGE_SIZE;
+    /* and 1 KB of slack to put the first stage on a 1 KB boundary */
+    static constexpr int SMEM = BAR_OFF + 2 * STAGES * 8 + 1024;
+    static_assert(SMEM <= 232448, "more shared memory than a block may have");
+    static_assert(MI * ACC <= 128, "128 accumulators a thread at most");
+};
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+/* one tile: its first row and column of C */
+struct ps_tile {
+    int row0, col0;
+};
+
+/* Unit u of the tile order: CLUSTER tiles side by side in n (one a CTA of the cluster, by
+ * rank), m-block mb and cluster column nc. m-blocks go in bands of `group`; within a band m
+ * runs fastest. */
+static __device__ __forceinline__ ps_tile ps_tile_of(int u, int mblocks, int ncols, int group,
+                                                    int bm, int bn, int cluster, int rank)
+{
+    const int band = u / (group * ncols), q = u % (group * ncols);
+    const int mb0 = band * group, rows = min(group, mblocks - mb0);
+    return { (mb0 + q % rows) * bm, (q / rows * cluster + rank) * bn };
+}
+
+/* A consumer thread's share of 64 rows of C, as in step 4 (the accumulator layout:
+ * persistent.cuh): rows row and row + 8, columns col + 8 j and the one after; pairs: n even and
+ * C 8-byte aligned, so two columns go at once; else one float at a time (with n odd, every
+ * other row starts on an odd float) */
+template <int N>
+static __device__ __forceinline__ void store_c(float *__restrict__ c, const float (&d)[N], int m,
+                                               int n, int row, int col, bool pairs)
+{
+    if (pairs) {
+#pragma unroll
+        for (int j = 0; j < N / 4; j++) {
+            if (col + 8 * j < n) {
+                if (row < m)
+                    *reinterpret_cast<float2 *>(c + (size_t)row * n + col + 8 * j) =
+                        make_float2(d[4 * j], d[4 * j + 1]);
+                if (row + 8 < m)
+                    *reinterpret_cast<float2 *>(c + (size_t)(row + 8) * n + col + 8 * j) =
+                        make_float2(d[4 * j + 2], d[4 * j + 3]);
+            }
+        }
+    } else {
+#pragma unroll
+        for (int j = 0; j < N / 4; j++) {
+            const int cj = col + 8 * j;
+            if (cj < n) {
+                if (row < m) {
+                    c[(size_t)row * n + cj] = d[4 * j];
+                    if (cj + 1 < n)
+                        c[(size_t)row * n + cj + 1] = d[4 * j + 1];
+                }
+                if (row + 8 < m) {
+                    c[(size_t)(row + 8) * n + cj] = d[4 * j + 2];
+                    if (cj + 1 < n)
+                        c[(size_t)(row + 8) * n + cj + 1] = d[4 * j + 3];
+                }
+            }
+        }
+    }
+}
+
+#endif
+
+template <int BM, int BN, int STAGES, int CLUSTER>
+static __global__ void __launch_bounds__(PS_THREADS, 1)
+gemm_persistent_kernel(const __grid_constant__ CUtensorMap map_a,
+                       const __grid_constant__ CUtensorMap map_b, float *__restrict__ c, int m,
+                       int k, int n, bool pairs, int group)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    typedef ps_config<BM, BN, STAGES, CLUSTER> cfg;
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    /* the swizzle repeats every 1 KB and wgmma computes it from the address bits */
+    unsigned char *smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
+    uint64_t *full = reinterpret_cast<uint64_t *>(smem + cfg::BAR_OFF);
+    uint64_t *empty = full + STAGES;
+
+    const int wg = threadIdx.x / 128, warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
+    const int rank = CLUSTER > 1 ? (int)cluster_rank() : 0;
+    const int first = CLUSTER > 1 ? (int)cluster_id() : (int)blockIdx.x;
+    const int stride = CLUSTER > 1 ? (int)cluster_count() : (int)gridDim.x;
+    const int kb = cdiv(k, PS_BK); /* blocks of k, one a stage */
+    const int mblocks = cdiv(m, BM), ncols = cdiv(cdiv(n, BN), CLUSTER);
+    const int units = mblocks * ncols;
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; s++) {
+            mbar_init(&full[s], 1);                               /* the producer's arrival */
+            mbar_init(&empty[s], CLUSTER * PS_CONSUMER_WARPS);    /* every CTA's consumers */
+        }
+        /* the initialised barriers, visible to the TMA unit and to the peer CTA */
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    /* no copy or arrival reaches a CTA before its barriers exist */
+    cluster_sync();
+
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PS_PRODUCER_REGS));
+        if (threadIdx.x == 0) {
+            /* block `it` of this CTA's sequence goes into stage it % STAGES once every CTA's
+             * consumers are done with block it - STAGES there */
+            uint32_t it = 0;
+            for (int u = first; u < units; u += stride) {
+                const ps_tile tile = ps_tile_of(u, mblocks, ncols, group, BM, BN, CLUSTER, rank);
+                const int ya = min(tile.row0 + rank * cfg::A_BOX_ROWS, m - 1);
+                for (int t = 0; t < kb; t++, it++) {
+                    const int s = it % STAGES;
+                    if (it >= STAGES)
+                        mbar_wait(&empty[s], (it / STAGES - 1) & 1);
+                    /* the peer's part of A may land before this arrival: the phase completes
+                     * when the arrival has come and every byte expected has landed */
+                    mbar_arrive_expect_tx(&full[s], cfg::STAGE_SIZE);
+                    unsigned char *st = smem + s * cfg::STAGE_SIZE;
+                    if (CLUSTER > 1)
+                        tma_load_2d_multicast(st + rank * cfg::A_BOX_BYTES, &map_a, t * PS_BK,
+                                              ya, &full[s], (1u << CLUSTER) - 1);
+                    else
+                        tma_load_2d(st, &map_a, t * PS_BK, ya, &full[s]);
+#pragma unroll
+                    for (int j = 0; j < cfg::B_BOXES; j++)
+                        tma_load_2d(st + cfg::A_BYTES + j * PS_B_BOX_BYTES, &map_b,
+                                    min(tile.col0 + 64 * j, n - 1), t * PS_BK, &full[s]);
+                }
+            }
+            /* every CTA's last arrivals have landed here before this CTA may leave: the waits
+             * the next STAGES blocks would have made */
+            for (int i = 0; i < STAGES; i++, it++)
+                if (it >= STAGES)
+                    mbar_wait(&empty[it % STAGES], (it / STAGES - 1) & 1);
+        }
+        __syncwarp();
+    } else {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(PS_CONSUMER_REGS));
+        const int w = wg - 1; /* rows w WM .. w WM + WM - 1 of the tile */
+        const uint32_t base = smem_u32(smem);
+        float acc[cfg::MI][cfg::ACC];
+
+        /* the stage's bytes are read: every CTA's producer may refill it */
+        auto release = [&](int s) {
+            if (lane == 0) {
+                if (CLUSTER > 1) {
+#pragma unroll
+                    for (int r = 0; r < CLUSTER; r++)
+                        mbar_arrive_cluster(&empty[s], r);
+                } else {
+                    mbar_arrive(&empty[s]);
+                }
+            }
+        };
+
+        uint32_t it = 0;
+        for (int u = first; u < units; u += stride) {
+            const ps_tile tile = ps_tile_of(u, mblocks, ncols, group, BM, BN, CLUSTER, rank);
+#pragma unroll
+            for (int mi = 0; mi < cfg::MI; mi++) {
+#pragma unroll
+                for (int i = 0; i < cfg::ACC; i++)
+                    acc[mi][i] = 0.0f;
+                fence_acc(acc[mi]);
+            }
+            for (int t = 0; t < kb; t++, it++) {
+                const int s = it % STAGES;
+                mbar_wait(&full[s], (it / STAGES) & 1); /* all of block t has landed */
+                __syncwarp(); /* the warp together again for the .aligned wgmma instructions */
+                const uint32_t a = base + s * cfg::STAGE_SIZE + w * cfg::WM * 128;
+                const uint32_t b = base + s * cfg::STAGE_SIZE + cfg::A_BYTES;
+                wgmma_fence();
+#pragma unroll
+                for (int kk = 0; kk < PS_BK / 16; kk++)
+#pragma unroll
+                    for (int mi = 0; mi < cfg::MI; mi++)
+                        /* the descriptors of step 4: A K-major, the next 16 of k 32 bytes
+                         * along each swizzled row, 8-row blocks 1 KB apart; B MN-major, the
+                         * next 16 rows of k 2 KB further, 8-row blocks 1 KB apart, 64-column
+                         * boxes 8 KB apart */
+                        wgmma_bf16(acc[mi], smem_desc(a + mi * 64 * 128 + kk * 32, 16, 1024),
+                                   smem_desc(b + kk * 16 * 128, PS_B_BOX_BYTES, 1024));
+                wgmma_commit();
+                /* block t's products may run on; block t - 1's are done: its stage is free */
+                wgmma_wait<1>();
+                if (t > 0)
+                    release((it - 1) % STAGES);
+            }
+            wgmma_wait<0>();
+#pragma unroll
+            for (int mi = 0; mi < cfg::MI; mi++)
+                fence_acc(acc[mi]);
+            release((it - 1) % STAGES);
+
+            /* C from the registers; meanwhile the producer fills the ring with the next
+             * tile's first blocks of k */
+#pragma unroll
+            for (int mi = 0; mi < cfg::MI; mi++)
+                store_c(c, acc[mi], m, n, tile.row0 + w * cfg::WM + mi * 64 + warp * 16 + lane / 4,
+                        tile.col0 + 2 * (lane % 4), pairs);
+        }
+    }
+    /* no CTA leaves while another may still write into its shared memory */
+    cluster_sync();
+#else
+    __trap(); /* wgmma, setmaxnreg and multicast exist in sm_90a code only */
+#endif
+}
+
+/* C = A B with one configuration, A and B rows lda and ldb apart (multiples of 8: the padded
+ * copies where needed), C's rows n apart; group: the band of the tile order, in m-blocks */
+template <int BM, int BN, int STAGES, int CLUSTER>
+static void gemm_persistent_run(const bf16 *a, int lda, const bf16 *b, int ldb, float *d_c,
+                                int m, int k, int n, int group)
+{
+    typedef ps_config<BM, BN, STAGES, CLUSTER> cfg;
+    auto kernel = gemm_persistent_kernel<BM, BN, STAGES, CLUSTER>;
+    /* once a device and configuration: the shared memory allowed, and how many clusters of
+     * this kernel the GPU holds at once (a cluster's SMs must be in one GPC, so this can be
+     * fewer than the SMs over CLUSTER) */
+    static int ready_dev = -1, max_clusters;
+    int dev;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    cudaLaunchConfig_t lc = {};
+    cudaLaunchAttribute attr;
+    lc.blockDim = dim3(PS_THREADS);
+    lc.dynamicSmemBytes = cfg::SMEM;
+    lc.stream = 0;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = CLUSTER;
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    lc.attrs = &attr;
+    lc.numAttrs = 1;
+    if (dev != ready_dev) {
+        int major, minor;
+        CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+        CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+        if (major != 9 || minor != 0) {
+            fprintf(stderr, "gemm_persistent: needs sm_90 (wgmma is sm_90a code, which runs on "
+                            "compute capability 9.0 only); this device is sm_%d%d\n", major,
+                    minor);
+            exit(EXIT_FAILURE);
+        }
+        CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        cfg::SMEM));
+        lc.gridDim = dim3(CLUSTER);
+        CUDA_CHECK(cudaOccupancyMaxActiveClusters(&max_clusters, (void *)kernel, &lc));
+        if (max_clusters < 1) {
+            fprintf(stderr, "gemm_persistent: this device fits no cluster of %d CTAs of %d "
+                            "bytes of shared memory\n", CLUSTER, cfg::SMEM);
+            exit(EXIT_FAILURE);
+        }
+        ready_dev = dev;
+    }
+    CUtensorMap map_a = make_map("gemm_persistent", a, m, k, lda, cfg::A_BOX_ROWS, PS_BK,
+                                 CU_TENSOR_MAP_SWIZZLE_128B);
+    CUtensorMap map_b = make_map("gemm_persistent", b, k, n, ldb, PS_BK, 64,
+                                 CU_TENSOR_MAP_SWIZZLE_128B);
+    const bool pairs = n % 2 == 0 && (reinterpret_cast<uintptr_t>(d_c) & 7) == 0;
+    const int units = cdiv(m, BM) * cdiv(cdiv(n, BN), CLUSTER);
+    lc.gridDim = dim3(CLUSTER * (units < max_clusters ? units : max_clusters));
+    CUDA_CHECK(cudaLaunchKernelEx(&lc, kernel, map_a, map_b, d_c, m, k, n, pairs, group));
+    CUDA_CHECK(cudaGetLastError());
+}
+
+/* The configuration for a shape: the widest tile that still gives every SM several tiles,
+ * else narrower tiles, so that small problems fill the GPU. 132 SMs, 66 clusters of two. */
+typedef void (*ps_run_fn)(const bf16 *, int, const bf16 *, int, float *, int, int, int, int);
+static ps_run_fn pick_config(int m, int n, int *group)
+{
+    const long tiles_256 = (long)cdiv(m, 128) * cdiv(n, 256);
+    const long tiles_128 = (long)cdiv(m, 128) * cdiv(n, 128);
+    *group = 8;
+    if (tiles_256 >= 264)
+        return gemm_persistent_run<128, 256, 4, 2>;
+    if (tiles_128 >= 264)
+        return gemm_persistent_run<128, 128, 6, 2>;
+    return gemm_persistent_run<128, 64, 8, 2>;
+}
+
+extern "C" void gemm_persistent(const gemm_bf16 *d_a, const gemm_bf16 *d_b, float *d_c, int m,
+                                int k, int n)
+{
+    /* TMA's global strides must be multiples of 16 bytes: where a row of A or B does not start
+     * on 16 bytes, the maps describe a copy whose rows do, as in steps 3 and 4 */
+    struct gemm_padded p;
+    gemm_pad_rows(d_a, d_b, m, k, n, &p);
+    int group;
+    ps_run_fn run = pick_config(m, n, &group);
+    run(reinterpret_cast<const bf16 *>(p.a), p.lda, reinterpret_cast<const bf16 *>(p.b), p.ldb,
+        d_c, m, k, n, group);
+    gemm_pad_rows_free(&p); /* in stream order: after the kernel has read the copies */
+}
