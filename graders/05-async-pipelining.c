@@ -13,10 +13,11 @@
  *                    inputs; on a GPU, its speed at 4096^3 as a ratio over the reference of the
  *                    step before (step 1: over the given gemm_sync) measured in the same run,
  *                    cuBLAS BF16 beside them, and the instruction its idea compiles to in its
- *                    kernel's machine code (LDGSTS, UTMALDG, HGMMA, USETMAXREG and MULTICAST). On the CPU
- *                    backend steps 1 and 2 are graded on correctness, with cp.async's copies
- *                    landing only when they are waited for and ldmatrix and mma.sync emulated;
- *                    steps 3 to 5 are PTX it cannot run, and say SKIP
+ *                    kernel's machine code (LDGSTS, UTMALDG, HGMMA, USETMAXREG and
+ *                    MULTICAST). On the CPU backend steps 1 and 2 are graded on correctness,
+ *                    with cp.async's copies landing only when they are waited for and ldmatrix
+ *                    and mma.sync emulated; steps 3 to 5 are PTX it cannot run, and say SKIP.
+ *                    Step 5 is also checked against cuBLAS on three larger shapes
  *   grade --bench F  every rung and cuBLAS BF16 at 1024^3, 2048^3, 4096^3, 8192^3 and two odd
  *                    shapes,
  *                    plus the stage-count sweep at 4096^3, the roof of mma.sync, and the padded

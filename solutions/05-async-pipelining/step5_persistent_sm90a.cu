@@ -31,10 +31,10 @@
  *
  * Edges, said plainly: boxes that hang over m, n or k land zero-filled and count all their
  * bytes. A box that would start wholly past m or n (the peer's half of rows past m, the second
- * tile of a pair at an odd count of n-blocks) is copied from the last row or column that exists
- * instead: its products fall on rows or columns of C that are never stored. As in step 4, A and
- * B whose rows do not start on 16 bytes are multiplied from padded copies (pad_rows.h), and C
- * is stored from the registers, in pairs of floats where n is even.
+ * tile of a pair at an odd count of n-blocks) is copied from the last row, or the last 64
+ * columns, that exist instead: its products fall on rows or columns of C that are never
+ * stored. As in step 4, A and B whose rows do not start on 16 bytes are multiplied from padded
+ * copies (pad_rows.h), and C is stored from the registers, in pairs of floats where n is even.
  * Expect: about cuBLAS BF16 at 4096^3 and 8192^3, and several times step 4 at 1024^3, where
  * step 4 leaves half the SMs idle. */
 #include "tile.cuh"       /* bf16 */
@@ -171,7 +171,10 @@ gemm_persistent_kernel(const __grid_constant__ CUtensorMap map_a,
             uint32_t it = 0;
             for (int u = first; u < units; u += stride) {
                 const ps_tile tile = ps_tile_of(u, mblocks, ncols, group, BM, BN, CLUSTER, rank);
+                /* a box wholly past the edge starts at the last row of A, or at the last
+                 * 64-column box of B, that exists instead */
                 const int ya = min(tile.row0 + rank * cfg::A_BOX_ROWS, m - 1);
+                const int xb_last = (n - 1) / 64 * 64;
                 for (int t = 0; t < kb; t++, it++) {
                     const int s = it % STAGES;
                     if (it >= STAGES)
@@ -188,7 +191,7 @@ gemm_persistent_kernel(const __grid_constant__ CUtensorMap map_a,
 #pragma unroll
                     for (int j = 0; j < cfg::B_BOXES; j++)
                         tma_load_2d(st + cfg::A_BYTES + j * PS_B_BOX_BYTES, &map_b,
-                                    min(tile.col0 + 64 * j, n - 1), t * PS_BK, &full[s]);
+                                    min(tile.col0 + 64 * j, xb_last), t * PS_BK, &full[s]);
                 }
             }
             /* every CTA's last arrivals have landed here before this CTA may leave: the waits
