@@ -1,31 +1,34 @@
 /* step5_persistent_sm90a.cu: step 5 of 5, yours; sm_90a code, which runs on compute
- * capability 9.0 only. Step 4's math in persistent CTAs, clusters of two that share A by TMA
- * multicast, and a tile chosen by the shape.
+ * capability 9.0 only. Step 4's math in persistent CTAs, clusters of two that share an operand
+ * by TMA multicast, and a tile chosen by the shape.
  *
  * Step 4 launches a block a tile: each fills its ring from empty, multiplies, stores C and
  * leaves. Here the grid is as many CTAs as the GPU holds at once, each walking a list of
- * tiles with its ring running on across them, and the two CTAs of a cluster take two tiles
- * side by side in n, the same rows of A: each copies half of A's box and TMA multicasts it
- * into both. The lesson is README.md beside this file, its hints "Step 5"; persistent.cuh
- * (given) wraps the cluster's instructions and the wgmma products of widths 64, 128 and 256.
- * Given below: the configurations (ps_config), the tile order (ps_tile_of), the store of C
- * (store_c), the launcher that sizes the grid and picks a configuration by shape.
+ * tiles with its ring running on across them, and the two CTAs of a cluster take two
+ * neighbouring tiles that read the same panel of A or of B: each copies half of that panel's
+ * boxes and TMA multicasts them into both. The lesson is README.md beside this file, its hints
+ * "Step 5"; persistent.cuh (given) wraps the cluster's instructions and the wgmma products of
+ * widths 64, 128 and 256. Given below: the configurations (ps_config), the tile order
+ * (ps_tile_of), the store of C (store_c), and the launcher, which sizes the grid and picks a
+ * configuration by shape.
  *
- * TODO, the contract. gemm_persistent_kernel<BM, BN, STAGES, CLUSTER> computes C = A B as
- * gemm.h says over the tiles ps_tile_of lists: unit u = blockIdx.x / CLUSTER (the cluster's
- * id), then u + the number of clusters, and so on, the CTA of rank r in its cluster taking the
- * r-th tile of each unit. A warpgroup producer (setmaxnreg.dec, one thread issuing the copies)
- * and two consumer warpgroups (setmaxnreg.inc), each WM = BM / 2 rows of the tile, k 64 a
- * stage through a ring of STAGES stages laid out as ps_config says, a full and an empty
- * mbarrier a stage. With CLUSTER = 2 each CTA copies its A_BOX_ROWS rows of A's box with
- * tma_load_2d_multicast into both CTAs, B with tma_load_2d into its own; the empty barrier
- * of a stage counts the consumer warps of both CTAs, and a consumer warp releases a stage on
- * both (mbar_arrive_cluster). No CTA leaves while its peer may still write into it.
+ * TODO, the contract. gemm_persistent_kernel<BM, BN, STAGES, CLUSTER, SHARE_B> computes C = A B
+ * as gemm.h says over the units of ps_tile_of: its cluster's index (blockIdx.x / CLUSTER),
+ * then that plus the number of clusters, and so on, the CTA of rank r taking the tile of rank
+ * r. A producer warpgroup (setmaxnreg.dec, one thread issuing the copies) and two consumer
+ * warpgroups (setmaxnreg.inc), each WM = BM / 2 rows of the tile, k 64 a stage through a ring
+ * of STAGES stages laid out as ps_config says, a full and an empty mbarrier a stage, the ring
+ * running on from one tile to the next. With CLUSTER = 2 each CTA copies its part of the
+ * shared operand (A_BOX_ROWS rows of A's box, or B_OWN of B's boxes) with
+ * tma_load_2d_multicast into both CTAs, the rest with tma_load_2d into its own; the empty
+ * barrier of a stage counts the consumer warps of both CTAs, and a consumer warp releases a
+ * stage on both (mbar_arrive_cluster). No CTA leaves while its peer may still write into it.
  *
  * What the grader measures (make grade CH=05 STEP=5), on a GPU of compute capability 9.0 only
  * (the CPU backend runs no wgmma, and leaves this file out: the step says SKIP there):
- *   - C on step 4's shapes and on shapes that leave partial tiles in every configuration
- *     (twice each, C poisoned first); 1024^3 and 2048 x 2048 x 2056 checked against cuBLAS;
+ *   - C on step 4's shapes, twice each, C poisoned first; and, checked against cuBLAS, on
+ *     1024^3, 2056 x 2048 x 2048 and 4100 x 4000 x 4104, which take each configuration the
+ *     launcher picks and leave partial tiles in all of them;
  *   - at 4096^3, at least STEP5_NEEDS times the reference of step 4 (gemm_wgmma), measured in
  *     the same run; and in the sm_90a machine code of gemm_persistent_kernel: HGMMA, UTMALDG
  *     with MULTICAST, and USETMAXREG.
@@ -42,19 +45,27 @@
 #define PS_PRODUCER_REGS 40
 #define PS_CONSUMER_REGS 232
 
-/* A configuration: its tile, stages and cluster, and what follows from them. */
-template <int BM, int BN, int STAGES, int CLUSTER>
+/* A configuration: its tile, stages and cluster, which operand the cluster shares, and what
+ * follows from them. SHARE_B = 0: the CLUSTER tiles of a cluster sit side by side in n, on the
+ * same rows of A, and each CTA copies BM / CLUSTER rows of A's box for all of them; SHARE_B =
+ * 1: they sit one above the other in m, on the same columns of B, and each CTA copies
+ * BN / 64 / CLUSTER of B's 64-column boxes for all of them. */
+template <int BM, int BN, int STAGES, int CLUSTER, int SHARE_B>
 struct ps_config {
     static_assert(BM == 128 || BM == 256, "a consumer warpgroup takes 64 or 128 rows");
     static_assert(BN == 64 || BN == 128 || BN == 256, "wgmma m64nNk16, N = 64, 128 or 256");
-    static_assert(CLUSTER == 1 || CLUSTER == 2, "one CTA, or two sharing A");
+    static_assert(CLUSTER == 1 || CLUSTER == 2, "one CTA, or two sharing an operand");
+    static constexpr int CM = SHARE_B ? CLUSTER : 1;  /* a cluster's tiles along m */
+    static constexpr int CN = SHARE_B ? 1 : CLUSTER;  /* and along n */
     static constexpr int WM = BM / 2;                 /* rows of the tile a consumer */
     static constexpr int MI = WM / 64;                /* its 64-row products a k16 */
     static constexpr int ACC = BN / 2;                /* floats a thread for 64 rows */
     static constexpr int A_BYTES = BM * PS_BK * 2;
-    static constexpr int A_BOX_ROWS = BM / CLUSTER;   /* the part of A a CTA copies */
+    static constexpr int A_BOX_ROWS = BM / CN;        /* the part of A's box a CTA copies */
     static constexpr int A_BOX_BYTES = A_BOX_ROWS * PS_BK * 2;
-    static constexpr int B_BOXES = BN / 64;
+    static constexpr int B_BOXES = BN / 64;           /* B's 64-column boxes a stage */
+    static constexpr int B_OWN = B_BOXES / CM;        /* those a CTA copies */
+    static_assert(B_OWN * CM == B_BOXES, "B's boxes split evenly over the cluster");
     static constexpr int STAGE_SIZE = A_BYTES + B_BOXES * PS_B_BOX_BYTES;
     static constexpr int BAR_OFF = STAGES * STAGE_SIZE;
     /* and 1 KB of slack to put the first stage on a 1 KB boundary */
@@ -70,15 +81,18 @@ struct ps_tile {
     int row0, col0;
 };
 
-/* Unit u of the tile order: CLUSTER tiles side by side in n (one a CTA of the cluster, by
- * rank), m-block mb and cluster column nc. m-blocks go in bands of `group`; within a band m
- * runs fastest. */
-static __device__ __forceinline__ ps_tile ps_tile_of(int u, int mblocks, int ncols, int group,
-                                                    int bm, int bn, int cluster, int rank)
+/* Unit u of the tile order: the cluster's CM x CN tiles (one a CTA, by rank), unit row mu
+ * (m-blocks CM mu ..) and unit column nu (n-blocks CN nu ..), of mu_count x nu_count. Unit
+ * rows go in bands of `group`; within a band mu runs fastest, so that the clusters at work at
+ * once share a few panels of A and of B. */
+static __device__ __forceinline__ ps_tile ps_tile_of(int u, int mu_count, int nu_count,
+                                                    int group, int bm, int bn, int cm, int cn,
+                                                    int rank)
 {
-    const int band = u / (group * ncols), q = u % (group * ncols);
-    const int mb0 = band * group, rows = min(group, mblocks - mb0);
-    return { (mb0 + q % rows) * bm, (q / rows * cluster + rank) * bn };
+    const int band = u / (group * nu_count), q = u % (group * nu_count);
+    const int mu0 = band * group, rows = min(group, mu_count - mu0);
+    const int mu = mu0 + q % rows, nu = q / rows;
+    return { (mu * cm + (cm > 1 ? rank : 0)) * bm, (nu * cn + (cn > 1 ? rank : 0)) * bn };
 }
 
 /* A consumer thread's share of 64 rows of C, as in step 4 (the accumulator layout:
@@ -123,7 +137,7 @@ static __device__ __forceinline__ void store_c(float *__restrict__ c, const floa
 
 #endif
 
-template <int BM, int BN, int STAGES, int CLUSTER>
+template <int BM, int BN, int STAGES, int CLUSTER, int SHARE_B>
 static __global__ void __launch_bounds__(PS_THREADS, 1)
 gemm_persistent_kernel(const __grid_constant__ CUtensorMap map_a,
                        const __grid_constant__ CUtensorMap map_b, float *__restrict__ c, int m,
@@ -140,12 +154,12 @@ gemm_persistent_kernel(const __grid_constant__ CUtensorMap map_a,
 
 /* C = A B with one configuration, A and B rows lda and ldb apart (multiples of 8: the padded
  * copies where needed), C's rows n apart; group: the band of the tile order, in m-blocks */
-template <int BM, int BN, int STAGES, int CLUSTER>
+template <int BM, int BN, int STAGES, int CLUSTER, int SHARE_B>
 static void gemm_persistent_run(const bf16 *a, int lda, const bf16 *b, int ldb, float *d_c,
                                 int m, int k, int n, int group)
 {
-    typedef ps_config<BM, BN, STAGES, CLUSTER> cfg;
-    auto kernel = gemm_persistent_kernel<BM, BN, STAGES, CLUSTER>;
+    typedef ps_config<BM, BN, STAGES, CLUSTER, SHARE_B> cfg;
+    auto kernel = gemm_persistent_kernel<BM, BN, STAGES, CLUSTER, SHARE_B>;
     /* once a device and configuration: the shared memory allowed, and how many clusters of
      * this kernel the GPU holds at once (a cluster's SMs must be in one GPC, so this can be
      * fewer than the SMs over CLUSTER) */
@@ -189,7 +203,7 @@ static void gemm_persistent_run(const bf16 *a, int lda, const bf16 *b, int ldb, 
     CUtensorMap map_b = make_map("gemm_persistent", b, k, n, ldb, PS_BK, 64,
                                  CU_TENSOR_MAP_SWIZZLE_128B);
     const bool pairs = n % 2 == 0 && (reinterpret_cast<uintptr_t>(d_c) & 7) == 0;
-    const int units = cdiv(m, BM) * cdiv(cdiv(n, BN), CLUSTER);
+    const int units = cdiv(cdiv(m, BM), cfg::CM) * cdiv(cdiv(n, BN), cfg::CN);
     lc.gridDim = dim3(CLUSTER * (units < max_clusters ? units : max_clusters));
     CUDA_CHECK(cudaLaunchKernelEx(&lc, kernel, map_a, map_b, d_c, m, k, n, pairs, group));
     CUDA_CHECK(cudaGetLastError());
@@ -204,10 +218,10 @@ static ps_run_fn pick_config(int m, int n, int *group)
     const long tiles_128 = (long)cdiv(m, 128) * cdiv(n, 128);
     *group = 8;
     if (tiles_256 >= 264)
-        return gemm_persistent_run<128, 256, 4, 2>;
+        return gemm_persistent_run<128, 256, 4, 2, 1>;
     if (tiles_128 >= 264)
-        return gemm_persistent_run<128, 128, 6, 2>;
-    return gemm_persistent_run<128, 64, 8, 2>;
+        return gemm_persistent_run<128, 128, 6, 2, 0>;
+    return gemm_persistent_run<128, 64, 8, 2, 0>;
 }
 
 extern "C" void gemm_persistent(const gemm_bf16 *d_a, const gemm_bf16 *d_b, float *d_c, int m,

@@ -9,29 +9,32 @@
  *     its ring again. Here the grid is as many CTAs as the GPU holds at once (one an SM), and
  *     each walks a list of tiles. The ring of stages runs on across tiles: while the consumers
  *     store one tile's C, the producer is already copying the next tile's first blocks of k.
- *   Clusters of two CTAs and TMA multicast. The two CTAs of a cluster take two tiles side by
- *     side in n, the same rows of A. Each copies half of A's box and the TMA unit writes it
- *     into both CTAs' shared memory: a CTA fetches half its A from L2, and the other half
- *     arrives from its peer's copy. A stage may be refilled only when both CTAs' consumers
- *     are done with it (the refill lands in both), so the empty barrier counts the consumer
- *     warps of both, and each consumer warp arrives on both CTAs' barriers.
+ *   Clusters of two CTAs and TMA multicast. The two CTAs of a cluster take two neighbouring
+ *     tiles that read the same panel of one operand: one above the other in m (the same
+ *     columns of B), or side by side in n (the same rows of A). Each copies half of the shared
+ *     operand's boxes, and the TMA unit writes them into both CTAs' shared memory: a CTA
+ *     fetches half of that operand from L2, and the other half arrives from its peer's copy.
+ *     Share the bigger of the two: a 128 x 256 tile reads 16 KB of A and 32 KB of B a stage,
+ *     so its clusters share B. A stage may be refilled only when both CTAs' consumers are done
+ *     with it (the refill lands in both), so the empty barrier counts the consumer warps of
+ *     both, and each consumer warp arrives on both CTAs' barriers.
  *   A tile order that keeps L2 warm. Tiles go in bands of `group` m-blocks; within a band m
  *     runs fastest, so the clusters at work at once share a few panels of A and of B, which
  *     L2 then serves many times for one read of HBM.
  *   A tile for the shape. 128 x 256 (two 64 x 256 halves, step 4's) where there are tiles
  *     enough to fill the SMs several times over; 128 x 128 or 128 x 64 where there are not
  *     (1024^3 has 32 tiles of 128 x 256 for 132 SMs, but 128 of 128 x 64). The kernel is a
- *     template over the tile (BM x BN), the stages and the cluster size; gemm_persistent
- *     picks one (pick_config below).
+ *     template over the tile (BM x BN), the stages, the cluster size and the operand shared;
+ *     gemm_persistent picks one (pick_config below).
  *
- * The stage: A's BM x 64 (CLUSTER boxes of BM / CLUSTER rows, rank r's at r x its size), then
- * B's 64 x BN in boxes of 64 x 64, 8 KB apart; every box 128-byte swizzled and on 1 KB. A
- * CTA's full barrier expects the whole stage: its own half of A, its peer's (multicast in),
- * and its own B; the one arrival is its producer's.
+ * The stage: A's BM x 64, then B's 64 x BN in boxes of 64 x 64, 8 KB apart; every box 128-byte
+ * swizzled and on 1 KB. Sharing A, rank r copies rows r BM / 2 .. of A's box; sharing B, the
+ * r-th half of B's boxes. A CTA's full barrier expects the whole stage: what it copies itself,
+ * what its peer multicasts in, and the one arrival of its own producer.
  *
  * Edges, said plainly: boxes that hang over m, n or k land zero-filled and count all their
  * bytes. A box that would start wholly past m or n (the peer's half of rows past m, the second
- * tile of a pair at an odd count of n-blocks) is copied from the last row, or the last 64
+ * tile of a pair at an odd count of blocks) is copied from the last row, or the last 64
  * columns, that exist instead: its products fall on rows or columns of C that are never
  * stored. As in step 4, A and B whose rows do not start on 16 bytes are multiplied from padded
  * copies (pad_rows.h), and C is stored from the registers, in pairs of floats where n is even.
@@ -49,19 +52,27 @@
 #define PS_PRODUCER_REGS 40
 #define PS_CONSUMER_REGS 232
 
-/* A configuration: its tile, stages and cluster, and what follows from them. */
-template <int BM, int BN, int STAGES, int CLUSTER>
+/* A configuration: its tile, stages and cluster, which operand the cluster shares, and what
+ * follows from them. SHARE_B = 0: the CLUSTER tiles of a cluster sit side by side in n, on the
+ * same rows of A, and each CTA copies BM / CLUSTER rows of A's box for all of them; SHARE_B =
+ * 1: they sit one above the other in m, on the same columns of B, and each CTA copies
+ * BN / 64 / CLUSTER of B's 64-column boxes for all of them. */
+template <int BM, int BN, int STAGES, int CLUSTER, int SHARE_B>
 struct ps_config {
     static_assert(BM == 128 || BM == 256, "a consumer warpgroup takes 64 or 128 rows");
     static_assert(BN == 64 || BN == 128 || BN == 256, "wgmma m64nNk16, N = 64, 128 or 256");
-    static_assert(CLUSTER == 1 || CLUSTER == 2, "one CTA, or two sharing A");
+    static_assert(CLUSTER == 1 || CLUSTER == 2, "one CTA, or two sharing an operand");
+    static constexpr int CM = SHARE_B ? CLUSTER : 1;  /* a cluster's tiles along m */
+    static constexpr int CN = SHARE_B ? 1 : CLUSTER;  /* and along n */
     static constexpr int WM = BM / 2;                 /* rows of the tile a consumer */
     static constexpr int MI = WM / 64;                /* its 64-row products a k16 */
     static constexpr int ACC = BN / 2;                /* floats a thread for 64 rows */
     static constexpr int A_BYTES = BM * PS_BK * 2;
-    static constexpr int A_BOX_ROWS = BM / CLUSTER;   /* the part of A a CTA copies */
+    static constexpr int A_BOX_ROWS = BM / CN;        /* the part of A's box a CTA copies */
     static constexpr int A_BOX_BYTES = A_BOX_ROWS * PS_BK * 2;
-    static constexpr int B_BOXES = BN / 64;
+    static constexpr int B_BOXES = BN / 64;           /* B's 64-column boxes a stage */
+    static constexpr int B_OWN = B_BOXES / CM;        /* those a CTA copies */
+    static_assert(B_OWN * CM == B_BOXES, "B's boxes split evenly over the cluster");
     static constexpr int STAGE_SIZE = A_BYTES + B_BOXES * PS_B_BOX_BYTES;
     static constexpr int BAR_OFF = STAGES * STAGE_SIZE;
     /* and 1 KB of slack to put the first stage on a 1 KB boundary */
@@ -77,15 +88,18 @@ struct ps_tile {
     int row0, col0;
 };
 
-/* Unit u of the tile order: CLUSTER tiles side by side in n (one a CTA of the cluster, by
- * rank), m-block mb and cluster column nc. m-blocks go in bands of `group`; within a band m
- * runs fastest. */
-static __device__ __forceinline__ ps_tile ps_tile_of(int u, int mblocks, int ncols, int group,
-                                                    int bm, int bn, int cluster, int rank)
+/* Unit u of the tile order: the cluster's CM x CN tiles (one a CTA, by rank), unit row mu
+ * (m-blocks CM mu ..) and unit column nu (n-blocks CN nu ..), of mu_count x nu_count. Unit
+ * rows go in bands of `group`; within a band mu runs fastest, so that the clusters at work at
+ * once share a few panels of A and of B. */
+static __device__ __forceinline__ ps_tile ps_tile_of(int u, int mu_count, int nu_count,
+                                                    int group, int bm, int bn, int cm, int cn,
+                                                    int rank)
 {
-    const int band = u / (group * ncols), q = u % (group * ncols);
-    const int mb0 = band * group, rows = min(group, mblocks - mb0);
-    return { (mb0 + q % rows) * bm, (q / rows * cluster + rank) * bn };
+    const int band = u / (group * nu_count), q = u % (group * nu_count);
+    const int mu0 = band * group, rows = min(group, mu_count - mu0);
+    const int mu = mu0 + q % rows, nu = q / rows;
+    return { (mu * cm + (cm > 1 ? rank : 0)) * bm, (nu * cn + (cn > 1 ? rank : 0)) * bn };
 }
 
 /* A consumer thread's share of 64 rows of C, as in step 4 (the accumulator layout:
@@ -130,14 +144,14 @@ static __device__ __forceinline__ void store_c(float *__restrict__ c, const floa
 
 #endif
 
-template <int BM, int BN, int STAGES, int CLUSTER>
+template <int BM, int BN, int STAGES, int CLUSTER, int SHARE_B>
 static __global__ void __launch_bounds__(PS_THREADS, 1)
 gemm_persistent_kernel(const __grid_constant__ CUtensorMap map_a,
                        const __grid_constant__ CUtensorMap map_b, float *__restrict__ c, int m,
                        int k, int n, bool pairs, int group)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    typedef ps_config<BM, BN, STAGES, CLUSTER> cfg;
+    typedef ps_config<BM, BN, STAGES, CLUSTER, SHARE_B> cfg;
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     /* the swizzle repeats every 1 KB and wgmma computes it from the address bits */
     unsigned char *smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
@@ -149,8 +163,8 @@ gemm_persistent_kernel(const __grid_constant__ CUtensorMap map_a,
     const int first = CLUSTER > 1 ? (int)cluster_id() : (int)blockIdx.x;
     const int stride = CLUSTER > 1 ? (int)cluster_count() : (int)gridDim.x;
     const int kb = cdiv(k, PS_BK); /* blocks of k, one a stage */
-    const int mblocks = cdiv(m, BM), ncols = cdiv(cdiv(n, BN), CLUSTER);
-    const int units = mblocks * ncols;
+    const int mu_count = cdiv(cdiv(m, BM), cfg::CM), nu_count = cdiv(cdiv(n, BN), cfg::CN);
+    const int units = mu_count * nu_count;
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; s++) {
@@ -170,28 +184,37 @@ gemm_persistent_kernel(const __grid_constant__ CUtensorMap map_a,
              * consumers are done with block it - STAGES there */
             uint32_t it = 0;
             for (int u = first; u < units; u += stride) {
-                const ps_tile tile = ps_tile_of(u, mblocks, ncols, group, BM, BN, CLUSTER, rank);
+                const ps_tile tile = ps_tile_of(u, mu_count, nu_count, group, BM, BN,
+                                                cfg::CM, cfg::CN, rank);
                 /* a box wholly past the edge starts at the last row of A, or at the last
                  * 64-column box of B, that exists instead */
-                const int ya = min(tile.row0 + rank * cfg::A_BOX_ROWS, m - 1);
+                const int ya = min(tile.row0 + (cfg::CN > 1 ? rank * cfg::A_BOX_ROWS : 0),
+                                   m - 1);
                 const int xb_last = (n - 1) / 64 * 64;
+                const int j0 = cfg::CM > 1 ? rank * cfg::B_OWN : 0; /* this CTA's boxes of B */
                 for (int t = 0; t < kb; t++, it++) {
                     const int s = it % STAGES;
                     if (it >= STAGES)
                         mbar_wait(&empty[s], (it / STAGES - 1) & 1);
-                    /* the peer's part of A may land before this arrival: the phase completes
-                     * when the arrival has come and every byte expected has landed */
+                    /* the peer's part may land before this arrival: the phase completes when
+                     * the arrival has come and every byte expected has landed */
                     mbar_arrive_expect_tx(&full[s], cfg::STAGE_SIZE);
                     unsigned char *st = smem + s * cfg::STAGE_SIZE;
-                    if (CLUSTER > 1)
+                    const uint16_t all = (uint16_t)((1u << CLUSTER) - 1);
+                    if (cfg::CN > 1)
                         tma_load_2d_multicast(st + rank * cfg::A_BOX_BYTES, &map_a, t * PS_BK,
-                                              ya, &full[s], (1u << CLUSTER) - 1);
+                                              ya, &full[s], all);
                     else
                         tma_load_2d(st, &map_a, t * PS_BK, ya, &full[s]);
 #pragma unroll
-                    for (int j = 0; j < cfg::B_BOXES; j++)
-                        tma_load_2d(st + cfg::A_BYTES + j * PS_B_BOX_BYTES, &map_b,
-                                    min(tile.col0 + 64 * j, xb_last), t * PS_BK, &full[s]);
+                    for (int j = j0; j < j0 + cfg::B_OWN; j++) {
+                        unsigned char *dst = st + cfg::A_BYTES + j * PS_B_BOX_BYTES;
+                        const int xb = min(tile.col0 + 64 * j, xb_last);
+                        if (cfg::CM > 1)
+                            tma_load_2d_multicast(dst, &map_b, xb, t * PS_BK, &full[s], all);
+                        else
+                            tma_load_2d(dst, &map_b, xb, t * PS_BK, &full[s]);
+                    }
                 }
             }
             /* every CTA's last arrivals have landed here before this CTA may leave: the waits
@@ -222,7 +245,8 @@ gemm_persistent_kernel(const __grid_constant__ CUtensorMap map_a,
 
         uint32_t it = 0;
         for (int u = first; u < units; u += stride) {
-            const ps_tile tile = ps_tile_of(u, mblocks, ncols, group, BM, BN, CLUSTER, rank);
+            const ps_tile tile = ps_tile_of(u, mu_count, nu_count, group, BM, BN, cfg::CM,
+                                            cfg::CN, rank);
 #pragma unroll
             for (int mi = 0; mi < cfg::MI; mi++) {
 #pragma unroll
@@ -276,12 +300,12 @@ gemm_persistent_kernel(const __grid_constant__ CUtensorMap map_a,
 
 /* C = A B with one configuration, A and B rows lda and ldb apart (multiples of 8: the padded
  * copies where needed), C's rows n apart; group: the band of the tile order, in m-blocks */
-template <int BM, int BN, int STAGES, int CLUSTER>
+template <int BM, int BN, int STAGES, int CLUSTER, int SHARE_B>
 static void gemm_persistent_run(const bf16 *a, int lda, const bf16 *b, int ldb, float *d_c,
                                 int m, int k, int n, int group)
 {
-    typedef ps_config<BM, BN, STAGES, CLUSTER> cfg;
-    auto kernel = gemm_persistent_kernel<BM, BN, STAGES, CLUSTER>;
+    typedef ps_config<BM, BN, STAGES, CLUSTER, SHARE_B> cfg;
+    auto kernel = gemm_persistent_kernel<BM, BN, STAGES, CLUSTER, SHARE_B>;
     /* once a device and configuration: the shared memory allowed, and how many clusters of
      * this kernel the GPU holds at once (a cluster's SMs must be in one GPC, so this can be
      * fewer than the SMs over CLUSTER) */
@@ -325,7 +349,7 @@ static void gemm_persistent_run(const bf16 *a, int lda, const bf16 *b, int ldb, 
     CUtensorMap map_b = make_map("gemm_persistent", b, k, n, ldb, PS_BK, 64,
                                  CU_TENSOR_MAP_SWIZZLE_128B);
     const bool pairs = n % 2 == 0 && (reinterpret_cast<uintptr_t>(d_c) & 7) == 0;
-    const int units = cdiv(m, BM) * cdiv(cdiv(n, BN), CLUSTER);
+    const int units = cdiv(cdiv(m, BM), cfg::CM) * cdiv(cdiv(n, BN), cfg::CN);
     lc.gridDim = dim3(CLUSTER * (units < max_clusters ? units : max_clusters));
     CUDA_CHECK(cudaLaunchKernelEx(&lc, kernel, map_a, map_b, d_c, m, k, n, pairs, group));
     CUDA_CHECK(cudaGetLastError());
@@ -340,10 +364,10 @@ static ps_run_fn pick_config(int m, int n, int *group)
     const long tiles_128 = (long)cdiv(m, 128) * cdiv(n, 128);
     *group = 8;
     if (tiles_256 >= 264)
-        return gemm_persistent_run<128, 256, 4, 2>;
+        return gemm_persistent_run<128, 256, 4, 2, 1>;
     if (tiles_128 >= 264)
-        return gemm_persistent_run<128, 128, 6, 2>;
-    return gemm_persistent_run<128, 64, 8, 2>;
+        return gemm_persistent_run<128, 128, 6, 2, 0>;
+    return gemm_persistent_run<128, 64, 8, 2, 0>;
 }
 
 extern "C" void gemm_persistent(const gemm_bf16 *d_a, const gemm_bf16 *d_b, float *d_c, int m,
