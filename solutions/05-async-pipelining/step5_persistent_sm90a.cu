@@ -56,8 +56,9 @@
  * follows from them. SHARE_B = 0: the CLUSTER tiles of a cluster sit side by side in n, on the
  * same rows of A, and each CTA copies BM / CLUSTER rows of A's box for all of them; SHARE_B =
  * 1: they sit one above the other in m, on the same columns of B, and each CTA copies
- * BN / 64 / CLUSTER of B's 64-column boxes for all of them. */
-template <int BM, int BN, int STAGES, int CLUSTER, int SHARE_B>
+ * BN / 64 / CLUSTER of B's 64-column boxes for all of them. EPI: the store of C (store_c or
+ * store_c_rows). */
+template <int BM, int BN, int STAGES, int CLUSTER, int SHARE_B, int EPI>
 struct ps_config {
     static_assert(BM == 128 || BM == 256, "a consumer warpgroup takes 64 or 128 rows");
     static_assert(BN == 64 || BN == 128 || BN == 256, "wgmma m64nNk16, N = 64, 128 or 256");
@@ -74,7 +75,11 @@ struct ps_config {
     static constexpr int B_OWN = B_BOXES / CM;        /* those a CTA copies */
     static_assert(B_OWN * CM == B_BOXES, "B's boxes split evenly over the cluster");
     static constexpr int STAGE_SIZE = A_BYTES + B_BOXES * PS_B_BOX_BYTES;
-    static constexpr int BAR_OFF = STAGES * STAGE_SIZE;
+    /* EPI: C goes out through 8 KB a consumer warpgroup of shared memory, 64 rows x 32 columns
+     * of fp32 at a time, so that a warp stores whole 128-byte lines */
+    static constexpr int EPI_OFF = STAGES * STAGE_SIZE;
+    static constexpr int EPI_BYTES = EPI ? 2 * 64 * 32 * 4 : 0;
+    static constexpr int BAR_OFF = EPI_OFF + EPI_BYTES;
     /* and 1 KB of slack to put the first stage on a 1 KB boundary */
     static constexpr int SMEM = BAR_OFF + 2 * STAGES * 8 + 1024;
     static_assert(SMEM <= 232448, "more shared memory than a block may have");
@@ -142,16 +147,53 @@ static __device__ __forceinline__ void store_c(float *__restrict__ c, const floa
     }
 }
 
+/* The same share of C through `stage` (64 x 32 fp32, this warpgroup's 8 KB), 32 columns at a
+ * time: the accumulators go in as pairs, whole rows come out as 16-byte pieces, so that a warp
+ * stores four whole 128-byte lines at once. In the stage a row is 8 chunks of 16 bytes, chunk
+ * j of row r at j ^ (r % 8): the pairs of 8 rows, and the chunks of 4 rows, each meet every
+ * bank at most twice. n a multiple of 4 and C 16-byte aligned; row0, col0: the 64 rows' first
+ * row and column of C; wg_bar: the warpgroup's named barrier. */
+template <int N>
+static __device__ __forceinline__ void store_c_rows(float *__restrict__ c, const float (&d)[N],
+                                                    float *stage, int m, int n, int row0,
+                                                    int col0, int wg_bar)
+{
+    const int tid = threadIdx.x % 128, lane = tid % 32, r = tid / 32 * 16 + lane / 4;
+#pragma unroll
+    for (int ch = 0; ch < N / 16; ch++) { /* 32 columns: 4 groups of 8 */
+        warpgroup_sync(wg_bar);            /* the last chunk's reads are done */
+#pragma unroll
+        for (int jj = 0; jj < 4; jj++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int row = r + 8 * h, c16 = 2 * jj + lane % 4 / 2;
+                *reinterpret_cast<float2 *>(stage + row * 32 + (c16 ^ (row % 8)) * 4 +
+                                            lane % 2 * 2) =
+                    make_float2(d[4 * (4 * ch + jj) + 2 * h], d[4 * (4 * ch + jj) + 2 * h + 1]);
+            }
+        warpgroup_sync(wg_bar);            /* the chunk is written */
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const int row = tid / 8 + 16 * i, c16 = tid % 8;
+            const float4 v = *reinterpret_cast<const float4 *>(stage + row * 32 +
+                                                               (c16 ^ (row % 8)) * 4);
+            const int gr = row0 + row, gc = col0 + 32 * ch + 4 * c16;
+            if (gr < m && gc < n) /* n % 4 == 0: all four columns are inside */
+                *reinterpret_cast<float4 *>(c + (size_t)gr * n + gc) = v;
+        }
+    }
+}
+
 #endif
 
-template <int BM, int BN, int STAGES, int CLUSTER, int SHARE_B>
+template <int BM, int BN, int STAGES, int CLUSTER, int SHARE_B, int EPI>
 static __global__ void __launch_bounds__(PS_THREADS, 1)
 gemm_persistent_kernel(const __grid_constant__ CUtensorMap map_a,
                        const __grid_constant__ CUtensorMap map_b, float *__restrict__ c, int m,
-                       int k, int n, bool pairs, int group)
+                       int k, int n, bool pairs, bool rows16, int group)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    typedef ps_config<BM, BN, STAGES, CLUSTER, SHARE_B> cfg;
+    typedef ps_config<BM, BN, STAGES, CLUSTER, SHARE_B, EPI> cfg;
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     /* the swizzle repeats every 1 KB and wgmma computes it from the address bits */
     unsigned char *smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
@@ -286,9 +328,16 @@ gemm_persistent_kernel(const __grid_constant__ CUtensorMap map_a,
             /* C from the registers; meanwhile the producer fills the ring with the next
              * tile's first blocks of k */
 #pragma unroll
-            for (int mi = 0; mi < cfg::MI; mi++)
-                store_c(c, acc[mi], m, n, tile.row0 + w * cfg::WM + mi * 64 + warp * 16 + lane / 4,
-                        tile.col0 + 2 * (lane % 4), pairs);
+            for (int mi = 0; mi < cfg::MI; mi++) {
+                const int row0 = tile.row0 + w * cfg::WM + mi * 64;
+                if (EPI && rows16)
+                    store_c_rows(c, acc[mi],
+                                 reinterpret_cast<float *>(smem + cfg::EPI_OFF) + w * 64 * 32, m,
+                                 n, row0, tile.col0, 1 + w);
+                else
+                    store_c(c, acc[mi], m, n, row0 + warp * 16 + lane / 4,
+                            tile.col0 + 2 * (lane % 4), pairs);
+            }
         }
     }
     /* no CTA leaves while another may still write into its shared memory */
@@ -300,12 +349,12 @@ gemm_persistent_kernel(const __grid_constant__ CUtensorMap map_a,
 
 /* C = A B with one configuration, A and B rows lda and ldb apart (multiples of 8: the padded
  * copies where needed), C's rows n apart; group: the band of the tile order, in m-blocks */
-template <int BM, int BN, int STAGES, int CLUSTER, int SHARE_B>
+template <int BM, int BN, int STAGES, int CLUSTER, int SHARE_B, int EPI>
 static void gemm_persistent_run(const bf16 *a, int lda, const bf16 *b, int ldb, float *d_c,
                                 int m, int k, int n, int group)
 {
-    typedef ps_config<BM, BN, STAGES, CLUSTER, SHARE_B> cfg;
-    auto kernel = gemm_persistent_kernel<BM, BN, STAGES, CLUSTER, SHARE_B>;
+    typedef ps_config<BM, BN, STAGES, CLUSTER, SHARE_B, EPI> cfg;
+    auto kernel = gemm_persistent_kernel<BM, BN, STAGES, CLUSTER, SHARE_B, EPI>;
     /* once a device and configuration: the shared memory allowed, and how many clusters of
      * this kernel the GPU holds at once (a cluster's SMs must be in one GPC, so this can be
      * fewer than the SMs over CLUSTER) */
@@ -349,9 +398,11 @@ static void gemm_persistent_run(const bf16 *a, int lda, const bf16 *b, int ldb, 
     CUtensorMap map_b = make_map("gemm_persistent", b, k, n, ldb, PS_BK, 64,
                                  CU_TENSOR_MAP_SWIZZLE_128B);
     const bool pairs = n % 2 == 0 && (reinterpret_cast<uintptr_t>(d_c) & 7) == 0;
+    const bool rows16 = n % 4 == 0 && (reinterpret_cast<uintptr_t>(d_c) & 15) == 0;
     const int units = cdiv(cdiv(m, BM), cfg::CM) * cdiv(cdiv(n, BN), cfg::CN);
     lc.gridDim = dim3(CLUSTER * (units < max_clusters ? units : max_clusters));
-    CUDA_CHECK(cudaLaunchKernelEx(&lc, kernel, map_a, map_b, d_c, m, k, n, pairs, group));
+    CUDA_CHECK(cudaLaunchKernelEx(&lc, kernel, map_a, map_b, d_c, m, k, n, pairs, rows16,
+                                  group));
     CUDA_CHECK(cudaGetLastError());
 }
 
@@ -364,10 +415,10 @@ static ps_run_fn pick_config(int m, int n, int *group)
     const long tiles_128 = (long)cdiv(m, 128) * cdiv(n, 128);
     *group = 8;
     if (tiles_256 >= 264)
-        return gemm_persistent_run<128, 256, 4, 2, 1>;
+        return gemm_persistent_run<128, 256, 4, 2, 1, 0>;
     if (tiles_128 >= 264)
-        return gemm_persistent_run<128, 128, 6, 2, 0>;
-    return gemm_persistent_run<128, 64, 8, 2, 0>;
+        return gemm_persistent_run<128, 128, 6, 2, 0, 0>;
+    return gemm_persistent_run<128, 64, 8, 2, 0, 0>;
 }
 
 extern "C" void gemm_persistent(const gemm_bf16 *d_a, const gemm_bf16 *d_b, float *d_c, int m,
