@@ -96,9 +96,10 @@ static const struct flow_shapes TMA_SHAPES = { TMA_GPU_SHAPES, TMA_GPU_SHAPES, .
 
 /* Step 5 (GPU only) also on shapes that pick each of its configurations and leave partial
  * tiles in all of them, checked against cuBLAS (the host's reference would take too long):
- * 1024^3 (128 x 64 tiles: 128 of them, one for each of 128 SMs), 2056 x 2048 x 2048 (128 x
- * 128: a 17th m-block of 8 rows), 4100 x 4000 x 4104 (128 x 256: m, k and n end mid-tile, and
- * an odd count of n-blocks leaves the second tile of the last cluster wholly past n). */
+ * 1024^3 (128 x 64 tiles, one CTA a cluster: 128 tiles for 132 SMs), 2056 x 2048 x 2048
+ * (128 x 128 in clusters one above the other: a 17th m-block of 8 rows, so the second tile of
+ * the last clusters lies wholly past m), 4100 x 4000 x 4104 (128 x 256, the same: m, k and n
+ * end mid-tile, 33 m-blocks). */
 static const struct gemm_shape BIG_GPU_SHAPES[] = {
     { 1024, 1024, 1024 }, { 2056, 2048, 2048 }, { 4100, 4000, 4104 },
 };
@@ -312,30 +313,34 @@ static const struct sass_check {
     const char *kernel, *opcode;
     int arch_specific; /* 1: the sm_XYa cubin */
     const char *hint;
+    int may_lack;      /* how many functions of that name may lack it: 0, every one must hold it */
 } SASS_CHECKS[] = {
     { 1, "gemm_pipelined_kernel", "LDGSTS", 0,
       "the copies must be __pipeline_memcpy_async (cp.async): a plain load and store through "
-      "registers compiles to LDG and STS" },
+      "registers compiles to LDG and STS", 0 },
     { 3, "gemm_tma_kernel", "UTMALDG", 0,
-      "the copies must be cp.async.bulk.tensor (TMA: tma_load_2d in tma.cuh) instructions" },
+      "the copies must be cp.async.bulk.tensor (TMA: tma_load_2d in tma.cuh) instructions", 0 },
     { 4, "gemm_wgmma_kernel", "HGMMA", 1,
       "the math must be wgmma.mma_async in an sm_90a cubin (-gencode arch=compute_90a,"
-      "code=sm_90a, which the Makefile adds when ARCH has 90): elsewhere the kernel is a trap" },
+      "code=sm_90a, which the Makefile adds when ARCH has 90): elsewhere the kernel is a trap", 0 },
     { 4, "gemm_wgmma_kernel", "UTMALDG", 1,
-      "the copies must be cp.async.bulk.tensor (TMA) instructions, in the sm_90a cubin" },
+      "the copies must be cp.async.bulk.tensor (TMA) instructions, in the sm_90a cubin", 0 },
     { 4, "gemm_wgmma_kernel", "USETMAXREG", 1,
       "setmaxnreg.dec in the producer warpgroup and setmaxnreg.inc in the consumers; ptxas "
       "drops them silently (its warning C7508) when it cannot tell the register count at "
-      "entry: __launch_bounds__(threads, 1) tells it" },
+      "entry: __launch_bounds__(threads, 1) tells it", 0 },
     { 5, "gemm_persistent_kernel", "HGMMA", 1,
-      "the math must be wgmma.mma_async (wgmma_bf16 in persistent.cuh) in the sm_90a cubin" },
+      "the math must be wgmma.mma_async (wgmma_bf16 in persistent.cuh) in the sm_90a cubin", 0 },
     { 5, "gemm_persistent_kernel", "UTMALDG", 1,
-      "the copies must be cp.async.bulk.tensor (TMA) instructions, in the sm_90a cubin" },
+      "the copies must be cp.async.bulk.tensor (TMA) instructions, in the sm_90a cubin", 0 },
+    /* the launcher's configuration for small problems is one CTA a cluster (no multicast): in
+     * yours and in the reference's, two functions of that name lack it */
     { 5, "gemm_persistent_kernel", "MULTICAST", 1,
-      "each CTA of a cluster copies its part of A's box once for both: tma_load_2d_multicast "
-      "with the mask of every CTA of the cluster, in every configuration the launcher uses" },
+      "each CTA of a cluster copies its part of the shared operand's boxes once for both: "
+      "tma_load_2d_multicast with the mask of every CTA of the cluster, in every configuration "
+      "of two CTAs a cluster", 2 },
     { 5, "gemm_persistent_kernel", "USETMAXREG", 1,
-      "setmaxnreg.dec in the producer warpgroup and setmaxnreg.inc in the consumers" },
+      "setmaxnreg.dec in the producer warpgroup and setmaxnreg.inc in the consumers", 0 },
 };
 #define NSASS_CHECKS ((int)(sizeof SASS_CHECKS / sizeof SASS_CHECKS[0]))
 
@@ -354,7 +359,7 @@ START_TEST(sass)
                      "is yours named %s (in %s), and built for %s?", arch, nfn, nfn == 1 ? "" : "s",
                      k->kernel, k->kernel, STEP[k->step].file, arch);
     }
-    if (nwith < nfn) {
+    if (nwith < nfn - k->may_lack) {
         grade_hint(slot, "%s", k->hint);
         ck_abort_msg("no %s in the %s machine code of %s (%d of the %d functions of that name "
                      "have it: the reference's)", k->opcode, arch, k->kernel, nwith, nfn);

@@ -253,19 +253,41 @@ static void gemm_persistent_run(const bf16 *a, int lda, const bf16 *b, int ldb, 
     CUDA_CHECK(cudaGetLastError());
 }
 
-/* The configuration for a shape: the widest tile that still gives every SM several tiles,
- * else narrower tiles, so that small problems fill the GPU. 132 SMs, 66 clusters of two. */
+/* The configuration for a shape. A grid of tiles runs in rounds of one tile an SM, and a round
+ * of a tile shape takes about its FLOPs over its rate: so the estimate of a configuration's
+ * time is its rounds times the tile's area over that rate, and the smallest estimate wins.
+ * The rates are the sweep's on the H200 at 4096^3, relative to the 128 x 256 tile's (for 128 x
+ * 128 in clusters sharing B, 87%; for 128 x 64, one CTA a cluster, 57%: narrow tiles read more
+ * bytes a FLOP, and their products are shorter). Where the rounds are equal, the widest tile
+ * wins; where a narrow tile fills the SMs that a wide one leaves idle, it does (1024^3: 32
+ * tiles of 128 x 256, 128 of 128 x 64, for 132 SMs). Measured at 1024^3, the 128 x 64 tile ran
+ * faster alone than in clusters of two sharing A: each CTA has one tile, and a cluster's pair
+ * then waits on the slower of its two at every stage. */
 typedef void (*ps_run_fn)(const bf16 *, int, const bf16 *, int, float *, int, int, int, int);
-static ps_run_fn pick_config(int m, int n, int *group)
+static ps_run_fn pick_config(int m, int n, int sms, int *group)
 {
-    const long tiles_256 = (long)cdiv(m, 128) * cdiv(n, 256);
-    const long tiles_128 = (long)cdiv(m, 128) * cdiv(n, 128);
+    struct choice {
+        int bm, bn;
+        double rate; /* relative to 128 x 256's */
+        ps_run_fn run;
+    };
+    static const choice CHOICES[] = {
+        { 128, 256, 1.00, gemm_persistent_run<128, 256, 4, 2, 1, 0> },
+        { 128, 128, 0.87, gemm_persistent_run<128, 128, 6, 2, 1, 0> },
+        { 128, 64, 0.57, gemm_persistent_run<128, 64, 8, 1, 0, 0> },
+    };
     *group = 8;
-    if (tiles_256 >= 264)
-        return gemm_persistent_run<128, 256, 4, 2, 1, 0>;
-    if (tiles_128 >= 264)
-        return gemm_persistent_run<128, 128, 6, 2, 0, 0>;
-    return gemm_persistent_run<128, 64, 8, 2, 0, 0>;
+    const choice *best = &CHOICES[0];
+    double best_cost = 0.0;
+    for (const choice &ch : CHOICES) {
+        const long tiles = (long)cdiv(m, ch.bm) * cdiv(n, ch.bn);
+        const double cost = (double)((tiles + sms - 1) / sms) * ch.bm * ch.bn / ch.rate;
+        if (&ch == CHOICES || cost < best_cost) {
+            best = &ch;
+            best_cost = cost;
+        }
+    }
+    return best->run;
 }
 
 extern "C" void gemm_persistent(const gemm_bf16 *d_a, const gemm_bf16 *d_b, float *d_c, int m,
@@ -275,8 +297,14 @@ extern "C" void gemm_persistent(const gemm_bf16 *d_a, const gemm_bf16 *d_b, floa
      * on 16 bytes, the maps describe a copy whose rows do, as in steps 3 and 4 */
     struct gemm_padded p;
     gemm_pad_rows(d_a, d_b, m, k, n, &p);
-    int group;
-    ps_run_fn run = pick_config(m, n, &group);
+    static int sms_dev = -1, sms;
+    int dev, group;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    if (dev != sms_dev) {
+        CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+        sms_dev = dev;
+    }
+    ps_run_fn run = pick_config(m, n, sms, &group);
     run(reinterpret_cast<const bf16 *>(p.a), p.lda, reinterpret_cast<const bf16 *>(p.b), p.ldb,
         d_c, m, k, n, group);
     gemm_pad_rows_free(&p); /* in stream order: after the kernel has read the copies */
