@@ -18,14 +18,15 @@
  *     so its clusters share B. A stage may be refilled only when both CTAs' consumers are done
  *     with it (the refill lands in both), so the empty barrier counts the consumer warps of
  *     both, and each consumer warp arrives on both CTAs' barriers.
- *   A tile order that keeps L2 warm. Tiles go in bands of `group` m-blocks; within a band m
- *     runs fastest, so the clusters at work at once share a few panels of A and of B, which
- *     L2 then serves many times for one read of HBM.
+ *   A tile order that keeps L2 warm. Units (a cluster's tiles) go in bands of `group` rows;
+ *     within a band the row runs fastest, so the clusters at work at once share a few panels
+ *     of A and of B, which L2 then serves many times for one read of HBM.
  *   A tile for the shape. 128 x 256 (two 64 x 256 halves, step 4's) where there are tiles
- *     enough to fill the SMs several times over; 128 x 128 or 128 x 64 where there are not
- *     (1024^3 has 32 tiles of 128 x 256 for 132 SMs, but 128 of 128 x 64). The kernel is a
- *     template over the tile (BM x BN), the stages, the cluster size and the operand shared;
- *     gemm_persistent picks one (pick_config below).
+ *     enough to fill the SMs; 128 x 64, one CTA a cluster, where there are not (1024^3 has 32
+ *     tiles of 128 x 256 for 132 SMs, but 128 of 128 x 64). The kernel is a template over the
+ *     tile (BM x BN), the stages, the cluster size, the operand shared and the epilogue;
+ *     gemm_persistent picks one (pick_config below, from a model of rounds of tiles and the
+ *     rates a sweep of the configurations measured).
  *
  * The stage: A's BM x 64, then B's 64 x BN in boxes of 64 x 64, 8 KB apart; every box 128-byte
  * swizzled and on 1 KB. Sharing A, rank r copies rows r BM / 2 .. of A's box; sharing B, the
@@ -38,8 +39,8 @@
  * columns, that exist instead: its products fall on rows or columns of C that are never
  * stored. As in step 4, A and B whose rows do not start on 16 bytes are multiplied from padded
  * copies (pad_rows.h), and C is stored from the registers, in pairs of floats where n is even.
- * Expect: about cuBLAS BF16 at 4096^3 and 8192^3, and several times step 4 at 1024^3, where
- * step 4 leaves half the SMs idle. */
+ * Expect: about cuBLAS BF16 at 4096^3 and 8192^3 (the lesson's measurements), and half as
+ * much again as step 4 at 1024^3, where step 4 leaves three quarters of the SMs idle. */
 #include "tile.cuh"       /* bf16 */
 #include "persistent.cuh" /* tma.cuh, wgmma.cuh, the cluster and the products */
 #include "pad_rows.h"     /* gemm_pad_rows: rows padded to 16 bytes where k or n asks for it */
