@@ -5,7 +5,7 @@ load "plots/style.gp"
 
 ceiling = "cublas"
 # the sweep's rows ("stages:N") are not rungs, nor are the roof of the mma.sync path and the
-# padded copies that steps 2 to 4 make at odd shapes (pad_rows)
+# padded copies that steps 2 to 5 make at odd shapes (pad_rows)
 stats data using (strstrt(strcol(KERNEL), "stages:") || strcol(KERNEL) eq "mma_sync_peak" || \
     strcol(KERNEL) eq "pad_rows" ? 0 : _add(strcol(KERNEL))) nooutput
 mma_peak = NaN
@@ -32,9 +32,10 @@ set ylabel "TFLOP/s"
 set yrange [0:*]
 set format y "%g"
 set title "bf16 in, fp32 accumulate"
-# the key between the rungs (under 200 TFLOP/s) and cuBLAS (over 600 from 2048 up): at top left
-# the cuBLAS line ran through it
-set key right center
+# six rungs, cuBLAS and the roof: no corner of the panel is free of lines, so the y range
+# leaves room above them (cuBLAS's 800 or so) for a key of two columns
+set key top left Left reverse maxrows 4 samplen 1 width -1 font ",7"
+set yrange [0:1900]
 plot for [i = 1:words(rungs)] data using (sq(0) == sq(0) ? size(strcol(SHAPE)) : NaN):\
          (strcol(KERNEL) eq word(rungs, i) ? sq(GFLOPS) / 1000 : NaN) \
          with linespoints lt i title word(rungs, i), \
@@ -42,8 +43,8 @@ plot for [i = 1:words(rungs)] data using (sq(0) == sq(0) ? size(strcol(SHAPE)) :
          with linespoints lt 8 title "cuBLAS BF16", \
      mma_peak with lines dt 2 lt 8 title "mma.sync roof"
 
-# top right: tma's 3.1x at 1024 sits where a top-left key would be
-set key top right
+set key top left Left reverse maxrows 3 samplen 1 width -1 font ",7"
+set yrange [0:15]
 set ylabel "speedup over sync"
 set title "the same math, overlapped"
 plot for [i = 2:words(rungs)] data using (size(strcol(SHAPE))):\
@@ -52,6 +53,7 @@ plot for [i = 2:words(rungs)] data using (size(strcol(SHAPE))):\
          with linespoints lt i title word(rungs, i)
 
 unset logscale x
+set yrange [0:*]
 set xlabel "stages"
 set ylabel "TFLOP/s at 4096^3"
 set xrange [1.5:4.5]

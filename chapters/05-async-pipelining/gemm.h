@@ -64,18 +64,25 @@ void gemm_ring_4(const gemm_bf16 *d_a, const gemm_bf16 *d_b, float *d_c, int m, 
 void gemm_tma(const gemm_bf16 *d_a, const gemm_bf16 *d_b, float *d_c, int m, int k, int n);
 void gemm_wgmma(const gemm_bf16 *d_a, const gemm_bf16 *d_b, float *d_c, int m, int k, int n);
 
+/* Step 5 (step5_persistent_sm90a.cu, sm_90a): step 4's math in persistent CTAs (one an SM,
+ * each walking a list of tiles), clusters of two that share A by TMA multicast, a tile order
+ * that keeps L2 warm, and a tile chosen by the shape. Not linked on the CPU backend. */
+void gemm_persistent(const gemm_bf16 *d_a, const gemm_bf16 *d_b, float *d_c, int m, int k,
+                     int n);
+
 /* The roof of the mma.sync path (the reference's step2_ring.cu): blocks of 8 warps, each warp
  * iters x 8 products of 16 x 8 x 16 from registers, no memory traffic. d_sink: 256 floats. */
 void gemm_mma_sync_peak(float *d_sink, int blocks, int iters);
 
 /* The ladder, in order, for the grader, the bench and the plot (steps.cu): the given baseline,
- * the four steps, then the stage-count sweep of step 2. */
+ * the five steps, then the stage-count sweep of step 2. */
 typedef void (*gemm_fn)(const gemm_bf16 *d_a, const gemm_bf16 *d_b, float *d_c, int m, int k,
                         int n);
 struct gemm_step {
-    const char *name;   /* "sync", "pipelined", "ring", "tma", "wgmma"; "stages:N" for the sweep */
-    int step;           /* its step, 1 to 4; 0 for the given baseline (sync) and the sweep */
-    gemm_fn fn;         /* NULL: this build has no such step (steps 3 and 4 on the CPU backend) */
+    const char *name;   /* "sync", "pipelined", "ring", "tma", "wgmma", "persistent";
+                         * "stages:N" for the sweep */
+    int step;           /* its step, 1 to 5; 0 for the given baseline (sync) and the sweep */
+    gemm_fn fn;         /* NULL: this build has no such step (steps 3 to 5 on the CPU backend) */
     int min_cc;         /* the compute capability it needs, 10 * major + minor: 80, 90 for TMA */
     int sweep;          /* 1: a row of the stage-count sweep, benched at 4096^3 only */
     int arch_specific;  /* 1: sm_XYa code (wgmma), which runs on compute capability min_cc

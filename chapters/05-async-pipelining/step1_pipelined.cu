@@ -1,4 +1,4 @@
-/* step1_pipelined.cu: step 1 of 4, yours. A two-stage cp.async pipeline.
+/* step1_pipelined.cu: step 1 of 5, yours. A two-stage cp.async pipeline.
  *
  * The given baseline (sync.cu) loads a tile, waits for it, multiplies it, and only then loads
  * the next: while the copies are in flight the tensor cores have nothing to do, and while the

@@ -1,4 +1,4 @@
-/* step2_ring.cu: step 2 of 4, yours. An N-stage ring of cp.async copies, ldmatrix into
+/* step2_ring.cu: step 2 of 5, yours. An N-stage ring of cp.async copies, ldmatrix into
  * mma.sync.
  *
  * Step 1 hides a copy behind one step of math, and its math goes through WMMA, whose fragment

@@ -1,4 +1,4 @@
-/* step3_tma_sm90.cu: step 3 of 4, yours; Hopper (sm_90) only. TMA, mbarriers and a producer
+/* step3_tma_sm90.cu: step 3 of 5, yours; Hopper (sm_90) only. TMA, mbarriers and a producer
  * warp.
  *
  * In steps 1 and 2 every thread computes addresses, checks bounds and issues its 16-byte

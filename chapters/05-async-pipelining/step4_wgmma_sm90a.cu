@@ -1,4 +1,4 @@
-/* step4_wgmma_sm90a.cu: step 4 of 4, yours; sm_90a code, which runs on compute capability 9.0
+/* step4_wgmma_sm90a.cu: step 4 of 5, yours; sm_90a code, which runs on compute capability 9.0
  * only. wgmma reads the tiles where TMA put them; setmaxnreg moves registers to the math.
  *
  * Steps 1 to 3 multiply with mma.sync: each warp first loads its fragments from shared memory

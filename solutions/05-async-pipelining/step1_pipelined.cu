@@ -1,4 +1,4 @@
-/* step1_pipelined.cu: step 1 of 4, the solution. Double buffering with cp.async.
+/* step1_pipelined.cu: step 1 of 5, the solution. Double buffering with cp.async.
  * Change from the given baseline (sync.cu): two shared-memory stages. The copy of tile t + 1
  * is issued with __pipeline_memcpy_async (cp.async, LDGSTS in the machine code: global memory to shared memory
  * without passing through registers, so the thread does not wait for it) before tile t is

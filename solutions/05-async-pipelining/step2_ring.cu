@@ -1,4 +1,4 @@
-/* step2_ring.cu: step 2 of 4, the solution. An N-stage ring of cp.async copies, and the
+/* step2_ring.cu: step 2 of 5, the solution. An N-stage ring of cp.async copies, and the
  * bigger tiles that a ring's shared memory makes room for.
  *
  * Change from step 1: STAGES shared-memory stages instead of two, the copy of tile

@@ -1,4 +1,4 @@
-/* step3_tma_sm90.cu: step 3 of 4, the solution; Hopper (sm_90) only. The tensor memory
+/* step3_tma_sm90.cu: step 3 of 5, the solution; Hopper (sm_90) only. The tensor memory
  * accelerator, an mbarrier ring, and warp specialisation.
  * Change from step 2: the threads no longer copy. A tensor map (made once on the host with
  * cuTensorMapEncodeTiled) describes A and B to the TMA unit; one thread of a producer warp

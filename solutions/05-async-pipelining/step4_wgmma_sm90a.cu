@@ -1,4 +1,4 @@
-/* step4_wgmma_sm90a.cu: step 4 of 4, the solution; Hopper only (sm_90a code, which runs on
+/* step4_wgmma_sm90a.cu: step 4 of 5, the solution; Hopper only (sm_90a code, which runs on
  * compute capability 9.0 and nothing else). wgmma: the tensor cores read the tiles straight
  * from shared memory.
  * Change from step 3: the math. Steps 1 to 3 multiply with mma.sync (WMMA): each warp first
