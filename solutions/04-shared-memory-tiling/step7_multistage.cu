@@ -142,9 +142,13 @@ static __device__ __forceinline__ void ms_load_tile(float *s_st, const ms_src<P,
 #pragma unroll
         for (int i = 0; i < P::B_COPIES1; i++) {
             const int f = threadIdx.x + i * P::THREADS, r = f / BN, c = f % BN;
-            const bool inside = k0 + r < k && col0 + c < n;
             const float *p = b + ((size_t)k0 + r) * n + col0 + c;
-            __pipeline_memcpy_async(&s_b[r * BN + c], inside ? p : b, 4, inside ? 0 : 4);
+            if (full) {
+                __pipeline_memcpy_async(&s_b[r * BN + c], p, 4);
+            } else {
+                const bool inside = k0 + r < k && col0 + c < n;
+                __pipeline_memcpy_async(&s_b[r * BN + c], inside ? p : b, 4, inside ? 0 : 4);
+            }
         }
     }
 }
