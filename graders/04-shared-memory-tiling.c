@@ -776,7 +776,7 @@ static void add_tests(Suite *s)
             add_configs(s);
             break;
         case 7:
-            add_concept(s, 7, register_reuse, "FMAs per shared load, 8x16 results a thread",
+            add_concept(s, 7, register_reuse, "FMAs per shared load, large fragments a thread",
                         CONCEPT_MIN_FMAS_PER_LOAD_7);
             add_issue_slots(s, 7, &SHAPE_4096);
             break;
