@@ -14,6 +14,8 @@
  *                               multiplies (FFMA) also reads shared memory (LDS); register
  *                               blocking straight from global memory skips the chapter's idea
  *                               and can still pass a speed gate
+ *                      sass     (GPU, step 7) in the same kernels' machine code, FFMAs per
+ *                               LDS at least the lesson's count, and no local memory (a spill)
  *                      speed    (GPU) a ratio over the previous step's reference (step 1: over
  *                               the given matmul_naive), measured in the same run, with cuBLAS
  *                               SGEMM timed beside it
@@ -154,6 +156,8 @@ static const struct gemm_kind CONFIG = {
  *   5     2048^3  warptiled 0.4797 / vectorized 0.4944        1.03x    0.97x  (no slower)
  *   6     4096x4096x72  tuned 0.1026 / warptiled 0.7154       6.97x    5.5x   (0.79)
  *   6     4096^3  tuned 2.9354 / warptiled 3.8100             1.30x    0.95x  (no slower)
+ *   7     4096^3         multistage / tuned                   (to measure)  1.0 for now
+ *   7     1000x999x1001  multistage / tuned                   (to measure)  1.0 for now
  *
  * Step 4 gains little over step 3 (1.14x at 4096^3 too), so its threshold keeps half the gain:
  * a correct kernel that skips the idea measures about 1.0x. Step 5 gains too little to be told
@@ -172,7 +176,10 @@ static const struct gemm_kind CONFIG = {
  *   step 5  3.0 shared wavefronts per shared load request (at most 4; step 4 5.0, the same
  *           counts as Nsight Compute's on the H200: plots/data/h200/profile-calibration.tsv),
  *           shared loads still 16 bytes a lane (at least 12)
- *   step 6  correctness of every configuration: its idea is graded by speed on a GPU */
+ *   step 6  correctness of every configuration: its idea is graded by speed on a GPU
+ *   step 7  FMAs per shared load, at least CONCEPT_MIN_FMAS_PER_LOAD_7 (the reference's small-shape
+ *           tile, 8x8 results a thread: 14.1 to 14.5 at the drawn shapes, 16 with whole
+ *           tiles); on a GPU the same idea is read from the machine code (SASS_MIN_FFMA_PER_LDS) */
 #define CONCEPT_MAX_LOADS_PER_FMA 0.25
 #define CONCEPT_MIN_WIDTH 12.0
 #define CONCEPT_MAX_WAVEFRONTS 4.0
