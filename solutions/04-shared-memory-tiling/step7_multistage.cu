@@ -10,13 +10,15 @@
  * tiles of C in groups of GROUP rows of tiles, so that the tiles resident at once share their
  * rows of A and columns of B in L2. Split-K (as in step 6) for shapes whose tiles leave SMs idle.
  *
- * The issue-slot arithmetic (README.md, "Step 7"): an SM sub-partition issues one warp
- * instruction a clock, and its FP32 pipe takes one warp FFMA a clock, so every instruction that
- * is not an FFMA costs one FFMA. A thread of the 128x128x8 tile with 64x32 warp tiles owns 8x8
- * results: per step of k, 2 LDS.128 of A and 2 of B for 64 FFMAs, 16 FFMAs a shared load; the
- * 64x64 warp tile (8x16 results a thread) makes it 128 FFMAs for 6 LDS.128, 21.3.
- * Expect: ahead of step 6 at 4096^3 by the barriers and the register staging it no longer pays;
- * the sweep (variants measured against cuBLAS) chose the configurations below. */
+ * The issue-slot arithmetic (README.md, "The last rung's budget"): an SM sub-partition issues
+ * one warp instruction a clock, and its FP32 pipe takes one warp FFMA a clock, so every
+ * instruction that is not an FFMA costs one FFMA. A 64x64 warp tile gives each thread 16x8
+ * results: per step of k, 4 LDS.128 of A and 2 of B for 128 FFMAs (21.3 a shared load; 8x8
+ * results make 16). The large tile, 128x256x16 (8 such warps, 3 stages, one block an SM), was
+ * the fastest of the sweep's first visit at 4096^3, 8192^3 and 2048^3 (a sweep of tile shapes,
+ * depths, stages, block orders and splits, each timed against cuBLAS in one process).
+ * Expect: ahead of step 6 by the per-tile instructions and waits it no longer pays; where C has
+ * fewer 128x128 tiles than SMs, the 128x128x8 tile split 2, 4 or 8 ways along k. */
 #include <cuda_pipeline.h>
 #include <stdint.h>
 
@@ -26,8 +28,9 @@
 /* The tile parameters and what follows from them. The lanes of a warp form LM rows x LN columns;
  * each lane owns a 4x4 fragment of every warp sub-tile (WSUBM x WSUBN, all 32 lanes once), so a
  * thread owns TM x TN results: TM = 4 WM / WSUBM rows, TN = 4 WN / WSUBN columns. */
-template <int BM, int BN, int BK, int WM, int WN, int LN, int STAGES>
+template <int BM, int BN, int BK, int WM, int WN, int LN, int STAGES, int AK>
 struct ms {
+    static constexpr int AK_ = AK;
     static constexpr int WARPS = (BM / WM) * (BN / WN);
     static constexpr int THREADS = WARPS * 32;
     static constexpr int LM = 32 / LN;
@@ -42,9 +45,9 @@ struct ms {
     static constexpr int B_FLOATS = BK * BN;          /* s_b[BK][BN], as B lies in memory */
     static constexpr int STAGE = A_FLOATS + B_FLOATS;
     static constexpr int SMEM = STAGES * STAGE * (int)sizeof(float);
-    /* the copies of a tile: A in A_PASSES passes of A_ROWS rows (4 floats of k a thread), B in
+    /* the copies of a tile: A in A_PASSES passes of A_ROWS rows (AK floats of k a thread), B in
      * B_COPIES4 passes of B_ROWS rows (a float4 a thread), or B_COPIES1 floats a thread */
-    static constexpr int A_ROWS = THREADS / (BK / 4), A_PASSES = BM / A_ROWS;
+    static constexpr int A_ROWS = THREADS / (BK / AK), A_PASSES = BM / A_ROWS;
     static constexpr int B_ROWS = THREADS / (BN / 4), B_COPIES4 = BK / B_ROWS;
     static constexpr int B_COPIES1 = BK * BN / THREADS;
     static_assert(32 % LN == 0, "lanes must tile a warp");
@@ -52,7 +55,7 @@ struct ms {
     static_assert(WM % WSUBM == 0 && WN % WSUBN == 0, "sub-tiles must tile the warp tile");
     static_assert(BK % 2 == 0, "fragments alternate between two register sets over k");
     static_assert(STAGES >= 2, "a ring of at least two stages");
-    static_assert(BK % 4 == 0 && THREADS % (BK / 4) == 0 && A_PASSES >= 1 &&
+    static_assert(BK % AK == 0 && THREADS % (BK / AK) == 0 && A_PASSES >= 1 &&
                   A_PASSES * A_ROWS == BM, "A's tile, whole rows a pass");
     static_assert(BN % 4 == 0 && THREADS % (BN / 4) == 0 && B_COPIES4 >= 1 &&
                   B_COPIES4 * B_ROWS == BK, "B's tile, whole float4 rows a pass");
@@ -75,8 +78,8 @@ struct ms_src {
                                       int col0, int kbeg)
     {
         const int tid = threadIdx.x;
-        kq = (tid % (BK / 4)) * 4;
-        ra = tid / (BK / 4);
+        kq = (tid % (BK / P::AK_)) * P::AK_;
+        ra = tid / (BK / P::AK_);
         cb = (tid % (BN / 4)) * 4;
         rb = tid / (BN / 4);
         a = a_ + (size_t)(row0 + ra) * k + kbeg + kq;
@@ -104,7 +107,7 @@ static __device__ __forceinline__ void ms_load_tile(float *s_st, const ms_src<P,
             const float *p = src.a + (size_t)i * P::A_ROWS * k + kr;
             float *d = &s_a[src.kq * P::AST + src.ra + i * P::A_ROWS];
 #pragma unroll
-            for (int j = 0; j < 4; j++)
+            for (int j = 0; j < P::AK_; j++)
                 __pipeline_memcpy_async(d + j * P::AST, p + j, 4);
         }
         if constexpr (VEC) {
@@ -121,7 +124,7 @@ static __device__ __forceinline__ void ms_load_tile(float *s_st, const ms_src<P,
             float *d = &s_a[src.kq * P::AST + src.ra + i * P::A_ROWS];
             const bool row_in = row0 + src.ra + i * P::A_ROWS < m;
 #pragma unroll
-            for (int j = 0; j < 4; j++) {
+            for (int j = 0; j < P::AK_; j++) {
                 const bool inside = row_in && gk + j < k;
                 __pipeline_memcpy_async(d + j * P::AST, inside ? p + j : a, 4, inside ? 0 : 4);
             }
@@ -193,13 +196,13 @@ static __device__ __forceinline__ void ms_red4(float *p, float4 v)
  * GROUP: consecutive blocks walk GROUP rows of tiles column by column, so the blocks resident at
  * once read GROUP tile-rows of A and a few tile-columns of B, which stay in L2; GROUP = 1 is the
  * plain row-by-row raster. MINB: blocks an SM that the register allocation must allow. */
-template <int BM, int BN, int BK, int WM, int WN, int LN, int STAGES, int MINB, int GROUP,
+template <int BM, int BN, int BK, int WM, int WN, int LN, int STAGES, int MINB, int GROUP, int AK,
           bool VEC, bool SPLITK>
-static __global__ void __launch_bounds__(ms<BM, BN, BK, WM, WN, LN, STAGES>::THREADS, MINB)
+static __global__ void __launch_bounds__(ms<BM, BN, BK, WM, WN, LN, STAGES, AK>::THREADS, MINB)
 matmul_multistage_kernel(const float *__restrict__ a, const float *__restrict__ b,
                          float *__restrict__ c, int m, int k, int n)
 {
-    using P = ms<BM, BN, BK, WM, WN, LN, STAGES>;
+    using P = ms<BM, BN, BK, WM, WN, LN, STAGES, AK>;
     const int tiles_m = cdiv(m, BM), tiles_n = cdiv(n, BN);
     const int bid = blockIdx.x, per_group = GROUP * tiles_n;
     const int first_m = (bid / per_group) * GROUP;
@@ -316,13 +319,14 @@ matmul_multistage_kernel(const float *__restrict__ a, const float *__restrict__ 
 
 /* One kernel instance, launched on the default stream; above 48 KB of shared memory a block it
  * opts in once (the caller has checked the device allows SMEM). */
-template <int BM, int BN, int BK, int WM, int WN, int LN, int STAGES, int MINB, int GROUP,
+template <int BM, int BN, int BK, int WM, int WN, int LN, int STAGES, int MINB, int GROUP, int AK,
           bool VEC, bool SPLITK>
 static void ms_launch(int slices, const float *d_a, const float *d_b, float *d_c, int m, int k,
                       int n)
 {
-    using P = ms<BM, BN, BK, WM, WN, LN, STAGES>;
-    auto kernel = matmul_multistage_kernel<BM, BN, BK, WM, WN, LN, STAGES, MINB, GROUP, VEC, SPLITK>;
+    using P = ms<BM, BN, BK, WM, WN, LN, STAGES, AK>;
+    auto kernel =
+        matmul_multistage_kernel<BM, BN, BK, WM, WN, LN, STAGES, MINB, GROUP, AK, VEC, SPLITK>;
     if (P::SMEM > 48 * 1024) {
         static bool opted_in = false;
         if (!opted_in) {
@@ -339,7 +343,8 @@ static void ms_launch(int slices, const float *d_a, const float *d_b, float *d_c
 /* One configuration on any shape: the float4 path where n % 4 == 0 and B and C start on 16
  * bytes (A is copied a float at a time either way); S > 1 splits k S ways (never more than
  * there are tiles of k), C zeroed first on the same stream, the slices adding into it. */
-template <int BM, int BN, int BK, int WM, int WN, int LN, int STAGES, int MINB, int GROUP, int S>
+template <int BM, int BN, int BK, int WM, int WN, int LN, int STAGES, int MINB, int GROUP, int AK,
+          int S>
 static void matmul_multistage_cfg(const float *d_a, const float *d_b, float *d_c, int m, int k,
                                   int n)
 {
@@ -349,45 +354,50 @@ static void matmul_multistage_cfg(const float *d_a, const float *d_b, float *d_c
     if (S > 1 && slices > 1) {
         CUDA_CHECK(cudaMemsetAsync(d_c, 0, (size_t)m * n * sizeof(float), 0));
         if (vec)
-            ms_launch<BM, BN, BK, WM, WN, LN, STAGES, MINB, GROUP, true, true>(slices, d_a, d_b,
+            ms_launch<BM, BN, BK, WM, WN, LN, STAGES, MINB, GROUP, AK, true, true>(slices, d_a, d_b,
                                                                               d_c, m, k, n);
         else
-            ms_launch<BM, BN, BK, WM, WN, LN, STAGES, MINB, GROUP, false, true>(slices, d_a, d_b,
+            ms_launch<BM, BN, BK, WM, WN, LN, STAGES, MINB, GROUP, AK, false, true>(slices, d_a, d_b,
                                                                                d_c, m, k, n);
     } else if (vec) {
-        ms_launch<BM, BN, BK, WM, WN, LN, STAGES, MINB, GROUP, true, false>(1, d_a, d_b, d_c, m,
+        ms_launch<BM, BN, BK, WM, WN, LN, STAGES, MINB, GROUP, AK, true, false>(1, d_a, d_b, d_c, m,
                                                                            k, n);
     } else {
-        ms_launch<BM, BN, BK, WM, WN, LN, STAGES, MINB, GROUP, false, false>(1, d_a, d_b, d_c, m,
+        ms_launch<BM, BN, BK, WM, WN, LN, STAGES, MINB, GROUP, AK, false, false>(1, d_a, d_b, d_c, m,
                                                                             k, n);
     }
 }
 
-/* The configurations matmul_multistage picks from (MS_*_NAME: block tile m x n x k, warp tile,
- * s STAGES, b MINB blocks an SM, g GROUP, k S slices), and their shared memory, which the
- * picker checks against the device. */
+/* The configurations matmul_multistage picks from (name: block tile m x n x k, warp tile, s
+ * STAGES, b MINB blocks an SM, g GROUP, a AK floats of k a copying thread, k S slices), and their
+ * shared memory, which the picker checks against the device. */
 typedef void (*ms_fn)(const float *, const float *, float *, int, int, int);
 struct ms_config {
     const char *name;
     int smem;
     ms_fn fn;
 };
-#define MS_CONFIG(BM, BN, BK, WM, WN, LN, STAGES, MINB, GROUP, S)                                \
-    { #BM "x" #BN "x" #BK "_w" #WM "x" #WN "_s" #STAGES "_b" #MINB "_g" #GROUP "_k" #S,          \
-      ms<BM, BN, BK, WM, WN, LN, STAGES>::SMEM,                                                  \
-      matmul_multistage_cfg<BM, BN, BK, WM, WN, LN, STAGES, MINB, GROUP, S> }
+#define MS_CONFIG(BM, BN, BK, WM, WN, LN, STAGES, MINB, GROUP, AK, S)                            \
+    { #BM "x" #BN "x" #BK "_w" #WM "x" #WN "_s" #STAGES "_b" #MINB "_g" #GROUP "_a" #AK "_k" #S,  \
+      ms<BM, BN, BK, WM, WN, LN, STAGES, AK>::SMEM,                                              \
+      matmul_multistage_cfg<BM, BN, BK, WM, WN, LN, STAGES, MINB, GROUP, AK, S> }
 
-/* LARGE: C has at least as many tiles as the GPU has SMs; SPLIT2 and SPLIT4: it has fewer, and
- * k is long enough for its slices to keep MS_MIN_SLICE_K each; SMALL: the tile for what is
- * left (few tiles and a short k). */
-enum { MS_LARGE, MS_SPLIT2, MS_SPLIT4, MS_SMALL, MS_CHOICES };
+/* LARGE: C has at least as many 128x128 tiles as the GPU has SMs: 128x256x16 tiles of 8 warps,
+ * each 64x64 (16x8 results a thread), 3 stages, one block an SM. Fewer tiles: 128x128x8 tiles
+ * of 4 warps, k split into the fewest of 2, 4 and 8 slices that give every SM a block, each
+ * slice at least MS_MIN_SLICE_K deep; SMALL (64x64 tiles, 4x as many) when k is too short to
+ * split at all. A's tile is
+ * copied a float of k a thread (AK = 1): a warp's copies then cover a few whole rows (2 of 16
+ * floats, 4 of 8), not 16 rows a quarter each. */
+enum { MS_LARGE, MS_K2, MS_K4, MS_K8, MS_SMALL, MS_CHOICES };
 static const struct ms_config MS_CHOICE[MS_CHOICES] = {
-    MS_CONFIG(128, 128, 8, 64, 64, 8, 4, 1, 8, 1),
-    MS_CONFIG(128, 128, 8, 64, 64, 8, 4, 1, 8, 2),
-    MS_CONFIG(128, 128, 8, 64, 64, 8, 4, 1, 8, 4),
-    MS_CONFIG(64, 64, 8, 32, 64, 8, 4, 2, 8, 1),
+    MS_CONFIG(128, 256, 16, 64, 64, 8, 3, 1, 8, 1, 1),
+    MS_CONFIG(128, 128, 8, 64, 64, 8, 4, 1, 8, 1, 2),
+    MS_CONFIG(128, 128, 8, 64, 64, 8, 4, 1, 8, 1, 4),
+    MS_CONFIG(128, 128, 8, 64, 64, 8, 4, 1, 8, 1, 8),
+    MS_CONFIG(64, 64, 8, 32, 64, 8, 4, 2, 8, 1, 1),
 };
-#define MS_MIN_SLICE_K 256
+#define MS_MIN_SLICE_K 128
 
 void matmul_multistage(const float *d_a, const float *d_b, float *d_c, int m, int k, int n)
 {
@@ -404,10 +414,10 @@ void matmul_multistage(const float *d_a, const float *d_b, float *d_c, int m, in
     const long tiles = (long)cdiv(m, 128) * cdiv(n, 128);
     int pick = MS_LARGE;
     if (tiles < sms) {
-        if (k / 2 >= MS_MIN_SLICE_K)
-            pick = tiles * 2 >= sms || k / 4 < MS_MIN_SLICE_K ? MS_SPLIT2 : MS_SPLIT4;
-        else
-            pick = MS_SMALL;
+        int s = 1;
+        while (s < 8 && tiles * s < sms && k / (2 * s) >= MS_MIN_SLICE_K)
+            s *= 2;
+        pick = s == 1 ? MS_SMALL : s == 2 ? MS_K2 : s == 4 ? MS_K4 : MS_K8;
     }
     if ((size_t)MS_CHOICE[pick].smem > optin)
         pick = MS_SMALL; /* a device with less shared memory a block than the H200 */
