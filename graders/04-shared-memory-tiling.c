@@ -156,8 +156,8 @@ static const struct gemm_kind CONFIG = {
  *   5     2048^3  warptiled 0.4797 / vectorized 0.4944        1.03x    0.97x  (no slower)
  *   6     4096x4096x72  tuned 0.1026 / warptiled 0.7154       6.97x    5.5x   (0.79)
  *   6     4096^3  tuned 2.9354 / warptiled 3.8100             1.30x    0.95x  (no slower)
- *   7     4096^3         multistage / tuned                   (to measure)  1.0 for now
- *   7     1000x999x1001  multistage / tuned                   (to measure)  1.0 for now
+ *   7     4096^3         multistage 3.0864 / tuned 2.9409        0.95x    0.90x  (see below)
+ *   7     1000x999x1001  multistage 0.0879 / tuned 0.0783        0.89x    0.80x  (see below)
  *
  * Step 4 gains little over step 3 (1.14x at 4096^3 too), so its threshold keeps half the gain:
  * a correct kernel that skips the idea measures about 1.0x. Step 5 gains too little to be told
@@ -205,10 +205,13 @@ static const struct gemm_shape SHAPE_ODD = { 1000, 999, 1001 };
 
 static const double NEEDS[NSTEPS - 1] = { 1.2, 1.5, 1.4, 1.08, 0.97, 5.5 };
 #define NEEDS_TUNED_SQUARE 0.95
-/* Step 7 over step 6's reference, at 4096^3 and at 1000x999x1001: to be set from the H200's
- * measured ratios of the references (about 0.8 of the gain, as above), 1.0 until then. */
-#define NEEDS_MULTISTAGE_OVER_TUNED 1.0
-#define NEEDS_MULTISTAGE_ODD_OVER_TUNED 1.0
+/* Step 7 over step 6's reference, at 4096^3 and at 1000x999x1001. On the H200 step 7's reference
+ * (the cp.async ring) measured 0.95x and 0.89x step 6's register-staged double buffering in the
+ * bench of 2026-12-03 (the grade of the solution in the same run: 0.95x and 0.89x), so there is no
+ * gain to keep a share of: these gates only hold the step near step 6's pace, with a margin of
+ * about 5 and 10 points, and its idea is graded in its machine code (the sass test below). */
+#define NEEDS_MULTISTAGE_OVER_TUNED 0.90
+#define NEEDS_MULTISTAGE_ODD_OVER_TUNED 0.80
 
 /* Step 7's machine code (GPU): in every kernel its launcher launches at 4096^3 that multiplies,
  * the FFMAs over the shared loads (LDS, of any width) of its SASS, counted once each as they
