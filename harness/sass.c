@@ -111,6 +111,68 @@ void sass_scan(const char *text, const char *kernel, const char *opcode, const c
     *nwith += in_fn && has;
 }
 
+/* The mnemonic of an instruction line of a dump (its address in a comment, /[*]0010[*]/ without
+ * the brackets, then "@!P1 LDS.128 R4, [R2] ;") into op, without modifiers: LDS; 0 when the
+ * line holds no instruction (the encoding line under each one holds only a comment). */
+static int line_mnemonic(const char *line, char *op, size_t len)
+{
+    const char *p = strstr(line, "/*");
+    if (!p)
+        return 0;
+    p += 2;
+    const char *q = p;
+    while ((*q >= '0' && *q <= '9') || (*q >= 'a' && *q <= 'f'))
+        q++;
+    if (q == p || q[0] != '*' || q[1] != '/')
+        return 0; /* the encoding line under an instruction, or no address at all */
+    q += 2;
+    while (*q == ' ' || *q == '\t')
+        q++;
+    if (*q == '@') { /* a predicate: @P0, @!UP1; @!PT never lets the instruction run */
+        if (strncmp(q, "@!PT", 4) == 0 && (q[4] == ' ' || q[4] == '\t'))
+            return 0;
+        while (*q && *q != ' ' && *q != '\t')
+            q++;
+        while (*q == ' ' || *q == '\t')
+            q++;
+    }
+    size_t n = 0;
+    while ((q[n] >= 'A' && q[n] <= 'Z') || (q[n] >= '0' && q[n] <= '9') || q[n] == '_')
+        n++;
+    if (n == 0 || n >= len)
+        return 0;
+    memcpy(op, q, n);
+    op[n] = '\0';
+    return 1;
+}
+
+int sass_scan_ops(const char *text, const char *kernel, const char *arch, const char *const *ops,
+                  int nops, int *counts, int max)
+{
+    char line[4096], op[32];
+    int in_arch = 0, fn = -1, nfn = 0;
+    for (int i = 0; i < max * nops; i++)
+        counts[i] = 0;
+    for (const char *at = text; (at = next_line(at, line, sizeof line)) != NULL;) {
+        int is = sass_arch_line(line, arch);
+        if (is >= 0) {
+            in_arch = is;
+            fn = -1;
+            continue;
+        }
+        if (strstr(line, "Function : ")) {
+            fn = in_arch && strstr(line, kernel) != NULL ? nfn++ : -1;
+            continue;
+        }
+        if (fn < 0 || fn >= max || !line_mnemonic(line, op, sizeof op))
+            continue;
+        for (int j = 0; j < nops; j++)
+            if (strcmp(op, ops[j]) == 0)
+                counts[fn * nops + j]++;
+    }
+    return nfn;
+}
+
 /* The whole -sass dump of this program, once: what sass_preload read (the grader's parent, before
  * any test and any code under grading ran), or NULL. */
 static char *dump;
@@ -180,6 +242,21 @@ int sass_count(const char *kernel, const char *opcode, const char *arch, int *nf
     if (read_dump(&text, why, len) != 0)
         return -1;
     sass_scan(text, kernel, opcode, arch, nfn, nwith);
+    free(text);
+    return 0;
+}
+
+int sass_tally(const char *kernel, const char *arch, const char *const *ops, int nops,
+               int *counts, int max, int *nfn, char *why, size_t len)
+{
+    if (dump) {
+        *nfn = sass_scan_ops(dump, kernel, arch, ops, nops, counts, max);
+        return 0;
+    }
+    char *text;
+    if (read_dump(&text, why, len) != 0)
+        return -1;
+    *nfn = sass_scan_ops(text, kernel, arch, ops, nops, counts, max);
     free(text);
     return 0;
 }

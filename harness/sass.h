@@ -54,6 +54,22 @@ int sass_preload(char *why, size_t len);
 int sass_count(const char *kernel, const char *opcode, const char *arch, int *nfn, int *nwith,
                char *why, size_t len);
 
+/* For the text of a `cuobjdump -sass` dump: for each function of the cubin for `arch` whose name
+ * contains `kernel` (up to `max` of them, in the dump's order), how many of its instructions
+ * have each of the `nops` mnemonics ops[j]: counts[f * nops + j]. The mnemonic is an
+ * instruction's opcode without its modifiers and predicate ("@!P1 LDS.128 R4, [R2]" is LDS, never
+ * LDSM; "FFMA.FTZ" is FFMA). Returns the number of such functions (all of them, even past max).
+ * The pure part of sass_tally. */
+int sass_scan_ops(const char *text, const char *kernel, const char *arch, const char *const *ops,
+                  int nops, int *counts, int max);
+
+/* sass_scan_ops over this very program's SASS (sass_preload's, else a fresh dump): 0 with *nfn
+ * set, or -1 with `why` filled when cuobjdump could not run or finish. A grader that needs a
+ * ratio of instructions in the machine code of what ran (FFMAs per shared load) or their absence
+ * (LDL and STL: local memory, a spill) counts here. */
+int sass_tally(const char *kernel, const char *arch, const char *const *ops, int nops,
+               int *counts, int max, int *nfn, char *why, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -499,6 +499,44 @@ START_TEST(scan_counts_functions_and_opcodes)
 }
 END_TEST
 
+/* the mnemonics of each function: modifiers and predicates dropped, @!PT (never runs) left out,
+ * LDSM not LDS, the encoding lines under each instruction no instruction */
+static const char OPS_DUMP[] =
+    "\tarch = sm_90\n\t\tFunction : _Z4tileILi8EEvPKfPfi\n"
+    "        /*0000*/                   LDS.128 R4, [R2+0x100] ;   /* 0x000010000204798 */\n"
+    "                                                              /* 0x000e220000000c00 */\n"
+    "        /*0010*/               @!P1 LDS R8, [R2] ;\n"
+    "        /*0020*/              @!PT LDS RZ, [RZ] ;\n"
+    "        /*0030*/                   LDSM.16.M88.4 R12, [R3] ;\n"
+    "        /*0040*/                   FFMA R8, R4, R5.reuse, R8 ;\n"
+    "        /*0050*/                   FFMA.FTZ R9, R4, R6, R9 ;\n"
+    "        /*0060*/                   STL [R1], R8 ;\n"
+    "\t\tFunction : _Z4tileILi16EEvPKfPfi\n"
+    "        /*0000*/                   FFMA R8, R4, R5, R8 ;\n"
+    "\tarch = sm_80\n\t\tFunction : _Z4tileILi8EEvPKfPfi\n"
+    "        /*0000*/                   LDS.128 R4, [R2] ;\n";
+
+START_TEST(scan_ops_counts_mnemonics)
+{
+    static const char *const ops[] = { "FFMA", "LDS", "STL", "LDL" };
+    int c[3 * 4];
+    ck_assert_int_eq(sass_scan_ops(OPS_DUMP, "_Z4tile", "sm_90", ops, 4, c, 3), 2);
+    ck_assert_int_eq(c[0], 2); /* FFMA and FFMA.FTZ */
+    ck_assert_int_eq(c[1], 2); /* LDS.128 and @!P1 LDS; not @!PT LDS, not LDSM */
+    ck_assert_int_eq(c[2], 1);
+    ck_assert_int_eq(c[3], 0);
+    ck_assert_int_eq(c[4], 1); /* the second function */
+    ck_assert_int_eq(c[5], 0);
+    ck_assert_int_eq(sass_scan_ops(OPS_DUMP, "_Z4tileILi8E", "sm_80", ops, 4, c, 3), 1);
+    ck_assert_int_eq(c[0], 0);
+    ck_assert_int_eq(c[1], 1);
+    /* more functions than room: all counted, only the first max filled */
+    ck_assert_int_eq(sass_scan_ops(OPS_DUMP, "_Z4tile", "sm_90", ops, 4, c, 1), 2);
+    ck_assert_int_eq(c[0], 2);
+    ck_assert_int_eq(sass_scan_ops("", "x", "sm_90", ops, 4, c, 3), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("harness");
@@ -541,6 +579,7 @@ int main(void)
     tcase_add_test(tc, shell_quote_survives_quotes_and_spaces);
     tcase_add_test(tc, arch_line_matches_exactly);
     tcase_add_test(tc, scan_counts_functions_and_opcodes);
+    tcase_add_test(tc, scan_ops_counts_mnemonics);
     suite_add_tcase(s, tc);
 
     SRunner *sr = srunner_create(s);

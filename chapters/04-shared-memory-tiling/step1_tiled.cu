@@ -1,4 +1,4 @@
-/* step1_tiled.cu: chapter 04, step 1 of 6: a 32x32 shared tile. Your file.
+/* step1_tiled.cu: chapter 04, step 1 of 7: a 32x32 shared tile. Your file.
  *
  * matmul_naive (matmul_naive.cu, chapter 01's coalesced kernel) is given: every thread reads a
  * whole row of A and a whole column of B, 8 bytes through L1/L2 for every 2 FLOPs.

@@ -1,4 +1,4 @@
-/* step2_blocked_1d.cu: chapter 04, step 2 of 6: 1D register blocking. Your file.
+/* step2_blocked_1d.cu: chapter 04, step 2 of 7: 1D register blocking. Your file.
  *
  * Step 1's kernel needs two shared-memory loads for every FMA, and the shared-memory load
  * instructions, not DRAM, are now what bounds it.

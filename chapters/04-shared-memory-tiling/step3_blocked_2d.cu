@@ -1,4 +1,4 @@
-/* step3_blocked_2d.cu: chapter 04, step 3 of 6: 2D register blocking. Your file.
+/* step3_blocked_2d.cu: chapter 04, step 3 of 7: 2D register blocking. Your file.
  *
  * Step 2's threads reuse each value of B from a register, but still load a value of A from
  * shared memory for nearly every FMA.

@@ -1,4 +1,4 @@
-/* step4_vectorized.cu: chapter 04, step 4 of 6: float4 loads, transposed A tile. Your file.
+/* step4_vectorized.cu: chapter 04, step 4 of 7: float4 loads, transposed A tile. Your file.
  *
  * Step 3's thread issues one 4-byte load instruction for every value it reads, from global
  * memory and from shared memory alike.

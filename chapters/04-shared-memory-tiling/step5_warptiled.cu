@@ -1,4 +1,4 @@
-/* step5_warptiled.cu: chapter 04, step 5 of 6: warp tiling. Your file.
+/* step5_warptiled.cu: chapter 04, step 5 of 7: warp tiling. Your file.
  *
  * In step 4's kernel the 32 lanes of a warp read their fragments of B from 16 float4s spread
  * over 512 bytes of shared memory: several wavefronts for one load instruction.

@@ -1,4 +1,4 @@
-/* step6_tuned.cu: chapter 04, step 6 of 6: split-K and the configuration table. Your file.
+/* step6_tuned.cu: chapter 04, step 6 of 7: split-K and the configuration table. Your file.
  *
  * Step 5's one tile is one choice for every shape: at 4096x4096x72 (a C of 4096 x 72) its
  * 128x128 tiles make 32 blocks for a GPU of 132 SMs, each walking all 4096 of k.

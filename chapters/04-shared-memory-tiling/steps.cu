@@ -11,5 +11,6 @@ const struct tiled_step TILED_STEPS[] = {
     { "vectorized", "float4 loads, transposed A tile",   matmul_vectorized },
     { "warptiled",  "warp tiling",                       matmul_warptiled },
     { "tuned",      "split-K and the configuration table", matmul_tuned },
+    { "multistage", "cp.async ring, register double buffering", matmul_multistage },
 };
 const int TILED_NUM_STEPS = sizeof TILED_STEPS / sizeof TILED_STEPS[0];

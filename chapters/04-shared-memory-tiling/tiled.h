@@ -35,6 +35,8 @@ void matmul_vectorized(const float *d_a, const float *d_b, float *d_c, int m, in
 void matmul_warptiled(const float *d_a, const float *d_b, float *d_c, int m, int k, int n);
 /*   step 6  split-K and the configuration table: a configuration of TILED_CONFIGS per shape */
 void matmul_tuned(const float *d_a, const float *d_b, float *d_c, int m, int k, int n);
+/*   step 7  a multistage cp.async ring, fragments double-buffered in registers      */
+void matmul_multistage(const float *d_a, const float *d_b, float *d_c, int m, int k, int n);
 
 /* The steps in order (steps.cu), for the grader, the bench and the plot: name is the rung's
  * name in the bench's rows and the plots (the given baseline's is "naive"). */

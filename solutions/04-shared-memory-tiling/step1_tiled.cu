@@ -1,4 +1,4 @@
-/* step1_tiled.cu: chapter 04, step 1 of 6, reference solution: a 32x32 shared tile.
+/* step1_tiled.cu: chapter 04, step 1 of 7, reference solution: a 32x32 shared tile.
  *
  * Bytes per FMA, counted per thread (one FMA = 2 FLOPs), from the level that feeds it:
  *   naive (given)   2 loads from L1/L2 per FMA (8 bytes)

@@ -1,4 +1,4 @@
-/* step2_blocked_1d.cu: chapter 04, step 2 of 6, reference solution: 1D register blocking.
+/* step2_blocked_1d.cu: chapter 04, step 2 of 7, reference solution: 1D register blocking.
  *
  * Shared loads per FMA, counted per thread: step 1 needs 2 (one of A, one of B); here
  * 1 + 1/8 (each B value is kept in a register and reused for 8 rows). Correct on any shape:

@@ -1,4 +1,4 @@
-/* step3_blocked_2d.cu: chapter 04, step 3 of 6, reference solution: 2D register blocking.
+/* step3_blocked_2d.cu: chapter 04, step 3 of 7, reference solution: 2D register blocking.
  *
  * Shared loads per FMA, counted per thread: step 2 needs 1 + 1/8; here 16 loads feed 64 FMAs
  * (0.25 per FMA), with 8x8 results in registers. Correct on any shape: tails in m, n and k

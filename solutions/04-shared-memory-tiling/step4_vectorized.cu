@@ -1,4 +1,4 @@
-/* step4_vectorized.cu: chapter 04, step 4 of 6, reference solution: float4 loads, A
+/* step4_vectorized.cu: chapter 04, step 4 of 7, reference solution: float4 loads, A
  * transposed in shared memory.
  *
  * The same 16 shared loads a step of k as step 3, in 4 LDS.128 instead of 16 LDS.32; global

@@ -1,4 +1,4 @@
-/* step5_warptiled.cu: chapter 04, step 5 of 6, reference solution: warp tiling.
+/* step5_warptiled.cu: chapter 04, step 5 of 7, reference solution: warp tiling.
  *
  * Change from step 4: the same 128x128 block tile, BK = 8, 256 threads and 8x8 results a
  * thread, but the block tile is split into warp tiles: each of the 8 warps owns a 64x32

@@ -1,4 +1,4 @@
-/* step6_tuned.cu: chapter 04, step 6 of 6, reference solution: split-K and the
+/* step6_tuned.cu: chapter 04, step 6 of 7, reference solution: split-K and the
  * configuration table.
  *
  * Change from step 5: step 5's kernel as a template over its tile parameters, with double
