@@ -446,25 +446,34 @@ struct staged_case {
 };
 static struct staged_case STAGED[NSTEPS];
 
-START_TEST(staged)
+/* Runs step c->step's entry point at c->shape with its launches recorded into *log, and names
+ * what ran (what) and the cubin's architecture (arch); aborts the test when nothing was seen. */
+static void launches_of(const struct staged_case *c, int slot, char what[96], char arch[16],
+                        struct launch_log *log)
 {
-    int slot = grade_slot();
-    const struct staged_case *c = grade_ctx();
     const struct tiled_step *st = &TILED_STEPS[c->step - 1];
-    char what[96], shape[48], arch[16], why[256];
+    char shape[48];
     gemm_shape_name(c->shape, shape, sizeof shape);
-    snprintf(what, sizeof what, "matmul_%s at %s", st->name, shape);
-    struct launch_log log;
-    flow_launches_of(&KIND[c->step - 1].kind, c->shape, (flow_fn)st->fn, slot, what, &log);
-    if (!log.recorded)
+    snprintf(what, 96, "matmul_%s at %s", st->name, shape);
+    flow_launches_of(&KIND[c->step - 1].kind, c->shape, (flow_fn)st->fn, slot, what, log);
+    if (!log->recorded)
         ck_abort_msg("grader: this build does not record launches (its graders are linked with "
                      "harness/launch_wrap.o: make grade rebuilds it)");
-    if (log.n == 0) {
+    if (log->n == 0) {
         grade_hint(slot, "launch your kernels with <<<...>>> or cudaLaunchKernel(Ex): the "
                          "grader reads the machine code of what they launched");
         ck_abort_msg("%s: no kernel launch was seen", what);
     }
-    snprintf(arch, sizeof arch, "sm_%d", grader_cc());
+    snprintf(arch, 16, "sm_%d", grader_cc());
+}
+
+START_TEST(staged)
+{
+    int slot = grade_slot();
+    const struct staged_case *c = grade_ctx();
+    char what[96], arch[16], why[256];
+    struct launch_log log;
+    launches_of(c, slot, what, arch, &log);
     int multiplying = 0;
     for (int i = 0; i < log.n; i++) {
         const char *name = log.r[i].name;
@@ -536,21 +545,9 @@ START_TEST(issue_slots)
 {
     int slot = grade_slot();
     const struct staged_case *c = grade_ctx();
-    const struct tiled_step *st = &TILED_STEPS[c->step - 1];
-    char what[96], shape[48], arch[16], why[256];
-    gemm_shape_name(c->shape, shape, sizeof shape);
-    snprintf(what, sizeof what, "matmul_%s at %s", st->name, shape);
+    char what[96], arch[16], why[256];
     struct launch_log log;
-    flow_launches_of(&KIND[c->step - 1].kind, c->shape, (flow_fn)st->fn, slot, what, &log);
-    if (!log.recorded)
-        ck_abort_msg("grader: this build does not record launches (its graders are linked with "
-                     "harness/launch_wrap.o: make grade rebuilds it)");
-    if (log.n == 0) {
-        grade_hint(slot, "launch your kernels with <<<...>>> or cudaLaunchKernel(Ex): the "
-                         "grader reads the machine code of what they launched");
-        ck_abort_msg("%s: no kernel launch was seen", what);
-    }
-    snprintf(arch, sizeof arch, "sm_%d", grader_cc());
+    launches_of(c, slot, what, arch, &log);
     double worst = -1;
     int multiplying = 0;
     for (int i = 0; i < log.n; i++) {
