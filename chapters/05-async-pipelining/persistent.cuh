@@ -1,7 +1,7 @@
 /* persistent.cuh: what step 5 of chapter 05 (step5_persistent_sm90a.cu) adds to tma.cuh and
- * wgmma.cuh (given): the thread-block cluster (its CTAs, its barrier, an arrival on the peer's
- * mbarrier, a TMA copy multicast into every CTA of it) and the wgmma products of one warpgroup
- * at the three tile widths the step may choose.
+ * wgmma.cuh (given): the thread-block cluster (cluster.cuh: its CTAs, its barrier, an arrival
+ * on the peer's mbarrier, a TMA copy multicast into every CTA of it) and the wgmma products of
+ * one warpgroup at the three tile widths the step may choose.
  *
  *   cluster_rank, cluster_id, cluster_count     %cluster_ctarank, %clusterid.x, %nclusterid.x
  *   cluster_sync()                              every thread of every CTA of the cluster meets
@@ -16,68 +16,10 @@
 #ifndef PERSISTENT_CUH
 #define PERSISTENT_CUH
 
-#include "tma.cuh"
+#include "cluster.cuh" /* tma.cuh, and the cluster's instructions */
 #include "wgmma.cuh"
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-
-static __device__ __forceinline__ uint32_t cluster_rank()
-{
-    uint32_t r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-    return r;
-}
-
-static __device__ __forceinline__ uint32_t cluster_id()
-{
-    uint32_t r;
-    asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(r));
-    return r;
-}
-
-static __device__ __forceinline__ uint32_t cluster_count()
-{
-    uint32_t r;
-    asm volatile("mov.u32 %0, %%nclusterid.x;" : "=r"(r));
-    return r;
-}
-
-/* every thread of every CTA of the cluster: what each wrote before it (the barriers'
- * initialisation included) is seen by all after it */
-static __device__ __forceinline__ void cluster_sync()
-{
-    asm volatile("barrier.cluster.arrive.release.aligned;\n\t"
-                 "barrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
-
-/* one arrival on the mbarrier at bar's offset in the shared memory of the cluster's CTA `rank`
- * (this CTA's own, or a peer's) */
-static __device__ __forceinline__ void mbar_arrive_cluster(uint64_t *bar, uint32_t rank)
-{
-    asm volatile("{\n\t.reg .b32 remote;\n\t"
-                 "mapa.shared::cluster.u32 remote, %0, %1;\n\t"
-                 "mbarrier.arrive.shared::cluster.b64 _, [remote];\n\t}"
-                 ::"r"(smem_u32(bar)), "r"(rank) : "memory");
-}
-
-/* tma_load_2d into every CTA of `mask` (bit r: the cluster's CTA r), at dst's offset in each,
- * its bytes counted on the mbarrier at bar's offset in each */
-static __device__ __forceinline__ void tma_load_2d_multicast(void *dst, const CUtensorMap *map,
-                                                             int x, int y, uint64_t *bar,
-                                                             uint16_t mask)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-                 ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;"
-                 ::"r"(smem_u32(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y),
-                   "r"(smem_u32(bar)), "h"(mask)
-                 : "memory");
-}
-
-/* the 128 threads of one warpgroup meet (named barrier `id`, 1 to 15; 0 is __syncthreads') */
-static __device__ __forceinline__ void warpgroup_sync(int id)
-{
-    asm volatile("bar.sync %0, 128;" ::"r"(id) : "memory");
-}
 
 /* The products, as in step 4: d (64 x N, fp32) += A (64 x 16, bf16, K-major) B (16 x N, bf16,
  * MN-major); the immediates after the predicate are scale-a, scale-b (1: as they are),

@@ -29,6 +29,7 @@
 #include <cuda_bf16.h>
 
 #include "../05-async-pipelining/tma.cuh" /* the mbarrier and TMA helpers, encode_tiled */
+#include "../05-async-pipelining/cluster.cuh" /* the cluster: rank, barrier, multicast copy */
 #include "quant.h"
 
 static __global__ void __launch_bounds__(384, 1)

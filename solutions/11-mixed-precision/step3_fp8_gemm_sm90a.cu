@@ -58,6 +58,7 @@
 #include <cuda_bf16.h>
 
 #include "../05-async-pipelining/tma.cuh" /* the mbarrier and TMA helpers, encode_tiled */
+#include "../05-async-pipelining/cluster.cuh" /* the cluster: rank, barrier, multicast copy */
 #include "../05-async-pipelining/wgmma.cuh" /* smem_desc, the wgmma fences and waits */
 #include "quant.h"
 
@@ -104,68 +105,6 @@ static __device__ __forceinline__ void wgmma_m64n128k32_e4m3(float (&d)[FG_ACC],
                  : "l"(desc_a), "l"(desc_b), "r"(accumulate));
 }
 #undef ACC8
-
-/* ---- the cluster: its CTAs, their barrier, and what one CTA does to the other's memory ---- */
-
-static __device__ __forceinline__ uint32_t cluster_rank()
-{
-    uint32_t r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-    return r;
-}
-
-static __device__ __forceinline__ uint32_t cluster_id()
-{
-    uint32_t r;
-    asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(r));
-    return r;
-}
-
-static __device__ __forceinline__ uint32_t cluster_count()
-{
-    uint32_t r;
-    asm volatile("mov.u32 %0, %%nclusterid.x;" : "=r"(r));
-    return r;
-}
-
-/* every thread of both CTAs: what each wrote before it (barrier initialisation included) is
- * seen by all after it */
-static __device__ __forceinline__ void cluster_sync()
-{
-    asm volatile("barrier.cluster.arrive.release.aligned;\n\t"
-                 "barrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
-
-/* one arrival on the mbarrier at bar's offset in the shared memory of the cluster's CTA `rank`
- * (this CTA's own, or its peer's). No release of this thread's writes to the cluster comes
- * with it (that would cost a GPU-wide memory barrier an arrival): what it says, that a stage's
- * bytes are read, is already true once the wgmma products that read them are waited for. */
-static __device__ __forceinline__ void mbar_arrive_cluster(uint64_t *bar, uint32_t rank)
-{
-    asm volatile("{\n\t.reg .b32 remote;\n\t"
-                 "mapa.shared::cluster.u32 remote, %0, %1;\n\t"
-                 "mbarrier.arrive.shared::cluster.b64 _, [remote];\n\t}"
-                 ::"r"(smem_u32(bar)), "r"(rank) : "memory");
-}
-
-/* tma_load_2d into every CTA of `mask` (bit r: the cluster's CTA r), at dst's offset in each,
- * the bytes counted on the mbarrier at bar's offset in each */
-static __device__ __forceinline__ void tma_load_2d_multicast(void *dst, const CUtensorMap *map,
-                                                             int x, int y, uint64_t *bar,
-                                                             uint16_t mask)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-                 ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;"
-                 ::"r"(smem_u32(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y),
-                   "r"(smem_u32(bar)), "h"(mask)
-                 : "memory");
-}
-
-/* the 128 threads of one consumer warpgroup meet (named barrier `id`, 1 or 2) */
-static __device__ __forceinline__ void warpgroup_sync(int id)
-{
-    asm volatile("bar.sync %0, 128;" ::"r"(id) : "memory");
-}
 
 /* The order of the tiles: pair p (the two tiles side by side in n of one cluster) is m-block mb
  * and pair of n-blocks np; m-blocks go in bands of FG_GROUP, and within a band m runs fastest,
