@@ -11,7 +11,9 @@
 # under the short name below.
 # ARG... are the grader's arguments (default: --bench, into a scratch file; the one word
 # "grade": none, so that it grades, GRADE_STEP=k one step, and ncu follows its tests' forks).
-# The report is kept beside OUT (.ncu-rep, for Nsight Compute's GUI).
+# The report is kept beside OUT (.ncu-rep, for Nsight Compute's GUI). NCU_FROM=REPORT makes the
+# table from a report taken before (this script's, with the same KERNEL_REGEX), running nothing:
+# GRADER is then not run, but must still name an executable.
 #
 #   scripts/ncu-snapshot.sh $OUT/ncu-01.tsv "ch01 bench" 'regex:matmul_' build/cuda/solutions/01-naive-matmul/grade
 set -uo pipefail
@@ -60,11 +62,27 @@ metrics=(
     stall_barrier=smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio
     stall_math=smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio
     stall_wait=smsp__average_warps_issue_stalled_wait_per_issue_active.ratio
+    stall_dispatch=smsp__average_warps_issue_stalled_dispatch_stall_per_issue_active.ratio
+    stall_not_selected=smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio
+    stall_selected=smsp__average_warps_issue_stalled_selected_per_issue_active.ratio
+    stall_no_instruction=smsp__average_warps_issue_stalled_no_instruction_per_issue_active.ratio
+    stall_sleeping=smsp__average_warps_issue_stalled_sleeping_per_issue_active.ratio
+    waves_per_sm=launch__waves_per_multiprocessor
+    sm_active_cycles=sm__cycles_active.avg
+    elapsed_cycles=sm__cycles_elapsed.avg
+    tensor_pipe_pct=sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active
+    tensor_hmma_pipe_pct=sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active
 )
-"$ncu" --set full --clock-control none --filter-mode per-launch-config --launch-count 1 \
-    -k "$kernels" --export "${out%.tsv}" --force-overwrite "$grader" ${args[@]+"${args[@]}"} \
-    > "$scratch/ncu.log" 2>&1
-rc=$?
+if [[ -n ${NCU_FROM:-} ]]; then
+    # the table again from a report already taken (NCU_FROM=REPORT.ncu-rep): no profiling run
+    cp "$NCU_FROM" "${out%.tsv}.ncu-rep" 2>/dev/null || [[ $NCU_FROM -ef ${out%.tsv}.ncu-rep ]]
+    rc=$?
+else
+    "$ncu" --set full --clock-control none --filter-mode per-launch-config --launch-count 1 \
+        -k "$kernels" --export "${out%.tsv}" --force-overwrite "$grader" ${args[@]+"${args[@]}"} \
+        > "$scratch/ncu.log" 2>&1
+    rc=$?
+fi
 if [[ $rc -ne 0 || ! -s ${out%.tsv}.ncu-rep ]]; then
     echo "ncu-snapshot: ncu exited $rc; the end of its output:" >&2
     tail -n 20 "$scratch/ncu.log" >&2
