@@ -12,8 +12,9 @@
 # ARG... are the grader's arguments (default: --bench, into a scratch file; the one word
 # "grade": none, so that it grades, GRADE_STEP=k one step, and ncu follows its tests' forks).
 # The report is kept beside OUT (.ncu-rep, for Nsight Compute's GUI). NCU_FROM=REPORT makes the
-# table from a report taken before (this script's, with the same KERNEL_REGEX), running nothing:
-# GRADER is then not run, but must still name an executable.
+# table from a report taken before (this script's, with the same KERNEL_REGEX), running nothing
+# (GRADER is then only a placeholder). tensor_hmma_pipe_pct is the tensor pipe's busy share; on
+# Hopper it counts wgmma as well as mma.sync.
 #
 #   scripts/ncu-snapshot.sh $OUT/ncu-01.tsv "ch01 bench" 'regex:matmul_' build/cuda/solutions/01-naive-matmul/grade
 set -uo pipefail
@@ -23,7 +24,7 @@ if [[ $# -lt 4 ]]; then
 fi
 out=$1 note=$2 kernels=$3 grader=$4
 shift 4
-[[ -x $grader ]] || { echo "ncu-snapshot: $grader: not an executable" >&2; exit 2; }
+[[ -n ${NCU_FROM:-} || -x $grader ]] || { echo "ncu-snapshot: $grader: not an executable" >&2; exit 2; }
 ncu=$("$(dirname "$0")/ncu-run.sh" --which) || exit 1
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
@@ -70,7 +71,6 @@ metrics=(
     waves_per_sm=launch__waves_per_multiprocessor
     sm_active_cycles=sm__cycles_active.avg
     elapsed_cycles=sm__cycles_elapsed.avg
-    tensor_pipe_pct=sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active
     tensor_hmma_pipe_pct=sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active
 )
 if [[ -n ${NCU_FROM:-} ]]; then
