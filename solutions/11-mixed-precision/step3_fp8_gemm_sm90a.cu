@@ -28,10 +28,15 @@
  *     m64n128k32 e4m3 products into the partial accumulator (64 floats a thread; the first
  *     with scale-d = 0, so that it starts from zero), wait for them, promote into the half's
  *     total (64 FMAs a thread). 64 + 2 x 64 accumulators is as much as a thread holds, so a
- *     warpgroup waits for its own products before it promotes; the other warpgroup's products
- *     keep the tensor cores busy meanwhile, each warpgroup's gap the other's four products;
- *   the scales are read from global memory a block of k ahead (the next tile's first block
- *     during this tile's last), so their latency hides behind a whole block's products;
+ *     warpgroup waits for its own products before it promotes, and the other warpgroup's
+ *     products keep the tensor cores busy meanwhile: the two take turns (two named barriers,
+ *     "ping-pong"), each issuing its four products and handing the turn over, so that one's
+ *     products always run while the other promotes;
+ *   the promotion is on the path from one batch of products to the next, so that path holds
+ *     little else: the descriptors are the stage's base plus constants, in uniform registers
+ *     (the warpgroup's index read through a shuffle, so the compiler knows it is one value a
+ *     warp), and the scales come through pointers that step a block of k at a time, read while
+ *     the products run and used a block later;
  *   D goes out through shared memory: each consumer writes a 64 x 128 half of its rows as bf16
  *     into its own 16 KB (16-byte chunks XOR-swizzled by the row, so that neither the writes of
  *     the accumulator layout nor the reads of whole rows meet a bank twice), then stores whole
@@ -67,7 +72,9 @@
 #define FG_BK 128                            /* k a stage: one scale block, one swizzle row */
 #define FG_STAGES 4
 #define FG_CLUSTER 2                         /* CTAs a cluster: two tiles side by side in n */
+#ifndef FG_GROUP
 #define FG_GROUP 8                           /* m-blocks a band of the tile order */
+#endif
 #define FG_THREADS 384                       /* 3 warpgroups: the producer, 2 consumers */
 #define FG_CONSUMER_WARPS 8
 #define FG_ACC (64 * FG_BN / 128)            /* fp32 accumulators a thread for 64 rows: 64 */
@@ -82,6 +89,7 @@
 /* registers a thread after the hand-over: 128 x 40 + 256 x 232 = 64,512 of the SM's 65,536 */
 #define FG_PRODUCER_REGS 40
 #define FG_CONSUMER_REGS 232
+#define FG_TURN_BAR 3 /* named barriers 3 and 4: consumer 0's turn, consumer 1's (1, 2: stores) */
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
@@ -138,7 +146,11 @@ gemm_fp8_blockscaled_kernel(const __grid_constant__ CUtensorMap map_a,
     uint64_t *full = reinterpret_cast<uint64_t *>(smem + FG_BAR_OFF);
     uint64_t *empty = full + FG_STAGES;
 
-    const int wg = threadIdx.x / 128, warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
+    /* the warpgroup's index read from lane 0, so that the compiler knows it is one value a warp
+     * and keeps what derives from it (the descriptors, the stage's addresses) in uniform
+     * registers, where they cost no instructions of the warp's own */
+    const int wg = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0);
+    const int warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
     const uint32_t rank = cluster_rank();
     const int first = (int)cluster_id(), stride = (int)cluster_count();
     const int kb = cdiv(k, FG_BK); /* blocks of k, each one stage */
@@ -199,20 +211,35 @@ gemm_fp8_blockscaled_kernel(const __grid_constant__ CUtensorMap map_a,
         const uint32_t base = smem_u32(smem);
         unsigned char *out = smem + FG_OUT_OFF + w * FG_OUT_BYTES;
         const bool vec = n % 8 == 0 && (reinterpret_cast<uintptr_t>(d) & 15) == 0;
+        /* the descriptors' low words in stage 0 (this warpgroup's box of A, and B); their high
+         * word is the same for all. In 16-byte units, a stage is FG_STAGE_BYTES / 16 further
+         * on, a 64-row half of A 512, 32 of k 2, all inside the 14-bit address field */
+        const uint32_t da0 = (uint32_t)smem_desc(base + w * FG_BOX_BYTES, 16, 1024);
+        const uint32_t db0 = (uint32_t)smem_desc(base + FG_A_BYTES, 16, 1024);
+        const uint64_t desc_hi = smem_desc(0, 16, 1024) & ~0xffffffffull;
 
-        /* the scales of block t of k of a tile into next[]: sa of the thread's four rows, r,
-         * r + 8, r + 64, r + 72 of its 128 (rows past m: 0; their products are never stored),
+        /* The scales of the next block into next[]: sa of the thread's four rows (r, r + 8,
+         * r + 64, r + 72 of its 128; rows past m give 0, and their products are never stored),
          * then sb of the tile's n-block (a tile past n reads the last n-block's: its columns
-         * are never stored either) */
+         * are never stored either). pa and pb point at the next block's, `valid` says which
+         * rows exist; a block of k further is m floats further for sa, one for sb. */
         float next[5];
-        auto load_scales = [&](const fg_tile &tile, int t) {
-            const int row0 = tile.row0 + 128 * w + r;
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                const int row = row0 + 64 * (i / 2) + 8 * (i % 2);
-                next[i] = row < m ? __ldg(sa + (size_t)t * m + row) : 0.0f;
-            }
-            next[4] = __ldg(sb + (size_t)min(tile.nb, nblocks - 1) * kb + t);
+        const float *pa = sa, *pb = sb;
+        unsigned valid = 0;
+        auto tile_scales = [&](const fg_tile &tile) {
+            const int row = tile.row0 + 128 * w + r;
+            pa = sa + row;
+            valid = (row < m) | (row + 8 < m) << 1 | (row + 64 < m) << 2 | (row + 72 < m) << 3;
+            pb = sb + (size_t)min(tile.nb, nblocks - 1) * kb;
+        };
+        auto load_scales = [&]() {
+            next[0] = valid & 1 ? __ldg(pa) : 0.0f;
+            next[1] = valid & 2 ? __ldg(pa + 8) : 0.0f;
+            next[2] = valid & 4 ? __ldg(pa + 64) : 0.0f;
+            next[3] = valid & 8 ? __ldg(pa + 72) : 0.0f;
+            next[4] = __ldg(pb);
+            pa += m;
+            pb += 1;
         };
 
         float part[FG_ACC], total[2][FG_ACC];
@@ -221,9 +248,18 @@ gemm_fp8_blockscaled_kernel(const __grid_constant__ CUtensorMap map_a,
             part[i] = 0.0f;
         fence_acc(part);
 
-        if (first < npairs)
-            load_scales(tile_of(first, mblocks, npairs_n, rank), 0);
-        uint32_t it = 0;
+        if (first < npairs) {
+            tile_scales(tile_of(first, mblocks, npairs_n, rank));
+            load_scales();
+        }
+        /* The two consumers take turns at the tensor cores (named barriers FG_TURN_BAR + w): each
+         * issues its four products, hands the turn over, and promotes while the other's run.
+         * Without the turns both issue at once, their products interleave, both finish
+         * together and both promote together, with the tensor cores idle meanwhile. Consumer 0
+         * takes the first turn. */
+        if (w == 1)
+            asm volatile("bar.arrive %0, 256;" ::"n"(FG_TURN_BAR) : "memory");
+        uint32_t s = 0, phase = 0; /* the stage of this block, and its full barrier's phase */
         for (int p = first; p < npairs; p += stride) {
             const fg_tile tile = tile_of(p, mblocks, npairs_n, rank);
 #pragma unroll
@@ -232,33 +268,34 @@ gemm_fp8_blockscaled_kernel(const __grid_constant__ CUtensorMap map_a,
                 for (int i = 0; i < FG_ACC; i++)
                     total[h][i] = 0.0f;
 
-            for (int t = 0; t < kb; t++, it++) {
+            for (int t = 0; t < kb; t++) {
                 float sc[5];
 #pragma unroll
                 for (int i = 0; i < 5; i++)
                     sc[i] = next[i];
-                /* the next block's scales (the next tile's first after this tile's last), in
-                 * flight while this block's products run */
-                if (t + 1 < kb)
-                    load_scales(tile, t + 1);
-                else if (p + stride < npairs)
-                    load_scales(tile_of(p + stride, mblocks, npairs_n, rank), 0);
-
-                const int s = it % FG_STAGES;
-                mbar_wait(&full[s], (it / FG_STAGES) & 1);
+                mbar_wait(&full[s], phase);
                 __syncwarp(); /* the warp together again for the .aligned wgmma instructions */
-                /* this warpgroup's 128 rows of A: the box of rank w; B after A's two boxes */
-                const uint32_t a = base + s * FG_STAGE_BYTES + w * FG_BOX_BYTES;
-                const uint32_t b = base + s * FG_STAGE_BYTES + FG_A_BYTES;
+                const uint32_t so = s * (FG_STAGE_BYTES / 16);
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
+                    asm volatile("bar.sync %0, 256;" ::"r"(FG_TURN_BAR + w) : "memory");
                     wgmma_fence();
 #pragma unroll
                     for (int kk = 0; kk < FG_BK / 32; kk++)
-                        wgmma_m64n128k32_e4m3(part, smem_desc(a + h * 64 * 128 + kk * 32, 16,
-                                                             1024),
-                                              smem_desc(b + kk * 32, 16, 1024), kk > 0);
+                        wgmma_m64n128k32_e4m3(part, desc_hi | (da0 + so + h * 512 + kk * 2),
+                                              desc_hi | (db0 + so + kk * 2), kk > 0);
                     wgmma_commit();
+                    asm volatile("bar.arrive %0, 256;" ::"r"(FG_TURN_BAR + 1 - w) : "memory");
+                    /* the next block's scales (the next tile's first after this tile's last),
+                     * in flight while the products run, used a block from now */
+                    if (h == 0) {
+                        if (t + 1 < kb) {
+                            load_scales();
+                        } else if (p + stride < npairs) {
+                            tile_scales(tile_of(p + stride, mblocks, npairs_n, rank));
+                            load_scales();
+                        }
+                    }
                     wgmma_wait<0>();
                     fence_acc(part);
                     /* both halves' bytes are read: either CTA's producer may refill the stage
@@ -276,6 +313,11 @@ gemm_fp8_blockscaled_kernel(const __grid_constant__ CUtensorMap map_a,
                         total[h][4 * j + 2] = fmaf(part[4 * j + 2], s1, total[h][4 * j + 2]);
                         total[h][4 * j + 3] = fmaf(part[4 * j + 3], s1, total[h][4 * j + 3]);
                     }
+                    fence_acc(total[h]); /* promoted before the next turn is waited for */
+                }
+                if (++s == FG_STAGES) {
+                    s = 0;
+                    phase ^= 1;
                 }
             }
 
@@ -322,6 +364,8 @@ gemm_fp8_blockscaled_kernel(const __grid_constant__ CUtensorMap map_a,
                 }
             }
         }
+        if (w == 0) /* consumer 1's last hand-over, which no turn took */
+            asm volatile("bar.sync %0, 256;" ::"n"(FG_TURN_BAR) : "memory");
     }
     /* neither CTA leaves while the other may still write into its shared memory */
     cluster_sync();
