@@ -38,9 +38,11 @@
  *     warp), and the scales come through pointers that step a block of k at a time, read while
  *     the products run and used a block later;
  *   D goes out through shared memory: each consumer writes a 64 x 128 half of its rows as bf16
- *     into its own 16 KB (16-byte chunks XOR-swizzled by the row, so that neither the writes of
- *     the accumulator layout nor the reads of whole rows meet a bank twice), then stores whole
- *     rows in 16-byte pieces, every byte of a 128-byte line at once.
+ *     into its own 16 KB, two boxes of 64 x 64 in the 128-byte swizzle (16-byte chunks XORed
+ *     with the row, so the accumulator layout's writes meet no bank twice), and one thread has
+ *     the tensor memory accelerator store them (cp.async.bulk.tensor, which leaves out what
+ *     lies past m or n): the tile's end, when the tensor cores wait for both consumers, holds
+ *     a conversion and a barrier, not a loop of loads and stores.
  *
  * The stage and its barriers. A stage holds A's 256 x 128 (two boxes: rank 0's copy at byte 0,
  * rank 1's at 16 KB) and B's 128 x 128 (at 32 KB); each box row is 128 e4m3 = 128 bytes, one
@@ -114,6 +116,15 @@ static __device__ __forceinline__ void wgmma_m64n128k32_e4m3(float (&d)[FG_ACC],
 }
 #undef ACC8
 
+/* a box of D from shared memory (laid out as map's swizzle says) to global memory at column x,
+ * row y; the parts past the edges are not written. In the bulk group of the issuing thread. */
+static __device__ __forceinline__ void tma_store_2d(const CUtensorMap *map, const void *src,
+                                                    int x, int y)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];"
+                 :: "l"(map), "r"(smem_u32(src)), "r"(x), "r"(y) : "memory");
+}
+
 /* The order of the tiles: pair p (the two tiles side by side in n of one cluster) is m-block mb
  * and pair of n-blocks np; m-blocks go in bands of FG_GROUP, and within a band m runs fastest,
  * so that the clusters at work at once share a few rows of A and a few columns of B. The CTA
@@ -136,8 +147,9 @@ static __device__ __forceinline__ fg_tile tile_of(int p, int mblocks, int npairs
 static __global__ void __launch_bounds__(FG_THREADS, 1)
 gemm_fp8_blockscaled_kernel(const __grid_constant__ CUtensorMap map_a,
                             const __grid_constant__ CUtensorMap map_b,
+                            const __grid_constant__ CUtensorMap map_d,
                             const float *__restrict__ sa, const float *__restrict__ sb,
-                            uint16_t *__restrict__ d, int m, int k, int n)
+                            uint16_t *__restrict__ d, int m, int k, int n, int vec)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     extern __shared__ __align__(1024) unsigned char smem_raw[];
@@ -210,7 +222,6 @@ gemm_fp8_blockscaled_kernel(const __grid_constant__ CUtensorMap map_a,
         const int r = 16 * warp + lane / 4;
         const uint32_t base = smem_u32(smem);
         unsigned char *out = smem + FG_OUT_OFF + w * FG_OUT_BYTES;
-        const bool vec = n % 8 == 0 && (reinterpret_cast<uintptr_t>(d) & 15) == 0;
         /* the descriptors' low words in stage 0 (this warpgroup's box of A, and B); their high
          * word is the same for all. In 16-byte units, a stage is FG_STAGE_BYTES / 16 further
          * on, a 64-row half of A 512, 32 of k 2, all inside the 14-bit address field */
@@ -321,12 +332,19 @@ gemm_fp8_blockscaled_kernel(const __grid_constant__ CUtensorMap map_a,
                 }
             }
 
-            /* D in bf16, a 64-row half at a time through this warpgroup's 16 KB: a row is 256
-             * bytes, 16 chunks of 16 bytes (8 columns), chunk c of row R at chunk c ^ (R % 8) */
+            /* D in bf16, a 64-row half at a time through this warpgroup's 16 KB, as two boxes
+             * of 64 rows x 64 columns (128 bytes a row, 8 KB), each in the 128-byte swizzle
+             * (16-byte chunk c of row R at chunk c ^ (R % 8)): the layout the tensor memory
+             * accelerator stores from, in which neither the accumulator layout's writes nor
+             * whole rows meet a bank twice. Column group j (8 columns) of a row is chunk j % 8
+             * of box j / 8. */
             const int tid = threadIdx.x % 128;
 #pragma unroll
             for (int h = 0; h < 2; h++) {
-                warpgroup_sync(1 + w); /* the last half's reads are done */
+                /* the buffer's last store has read it (a store in flight reads it still) */
+                if (tid == 0)
+                    asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+                warpgroup_sync(1 + w);
                 /* a thread's pairs of columns 8 j + 2 (lane % 4) and the one after, rows r and
                  * r + 8: the 8 rows of a store fall on 8 different chunks, 32 banks */
 #pragma unroll
@@ -337,33 +355,48 @@ gemm_fp8_blockscaled_kernel(const __grid_constant__ CUtensorMap map_a,
                         const __nv_bfloat162 v = __floats2bfloat162_rn(
                             total[h][4 * j + 2 * hh], total[h][4 * j + 2 * hh + 1]);
                         *reinterpret_cast<__nv_bfloat162 *>(
-                            out + row * 256 + ((j ^ (row % 8)) * 16) + (lane % 4) * 4) = v;
+                            out + (j / 8) * 8192 + row * 128 + (((j % 8) ^ (row % 8)) * 16) +
+                            (lane % 4) * 4) = v;
                     }
+                const int row0 = tile.row0 + 128 * w + 64 * h, col0 = tile.nb * FG_BN;
+                if (vec) {
+                    /* the writes, seen by the tensor memory accelerator's reads; then one
+                     * thread stores the two boxes, which leave out what lies past m or n */
+                    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+                    warpgroup_sync(1 + w);
+                    if (tid == 0 && row0 < m) {
+#pragma unroll
+                        for (int b = 0; b < 2; b++)
+                            if (col0 + 64 * b < n)
+                                tma_store_2d(&map_d, out + b * 8192, col0 + 64 * b, row0);
+                        asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+                    }
+                    continue;
+                }
                 warpgroup_sync(1 + w); /* the half is written */
-                /* 64 rows x 16 chunks, 8 a thread: a warp stores two whole rows */
+                /* rows of D not 16-byte aligned (n not a multiple of 8, or D itself): 64 rows x
+                 * 16 chunks, 8 a thread, a warp two whole rows, stored element by element */
 #pragma unroll
                 for (int i = 0; i < 8; i++) {
                     const int row = 8 * i + tid / 16, c = tid % 16;
                     const uint4 v = *reinterpret_cast<const uint4 *>(
-                        out + row * 256 + ((c ^ (row % 8)) * 16));
-                    const int gr = tile.row0 + 128 * w + 64 * h + row;
-                    const int gc = tile.nb * FG_BN + 8 * c;
+                        out + (c / 8) * 8192 + row * 128 + (((c % 8) ^ (row % 8)) * 16));
+                    const int gr = row0 + row, gc = col0 + 8 * c;
                     if (gr >= m || gc >= n)
                         continue;
                     uint16_t *o = d + (size_t)gr * n + gc;
-                    if (vec && gc + 8 <= n) {
-                        *reinterpret_cast<uint4 *>(o) = v;
-                    } else { /* the edge of D, or rows whose start is not 16-byte aligned */
 #pragma unroll
-                        for (int e = 0; e < 8; e++) {
-                            const uint32_t word = e < 2 ? v.x : e < 4 ? v.y : e < 6 ? v.z : v.w;
-                            if (gc + e < n)
-                                o[e] = (uint16_t)(word >> (16 * (e % 2)));
-                        }
+                    for (int e = 0; e < 8; e++) {
+                        const uint32_t word = e < 2 ? v.x : e < 4 ? v.y : e < 6 ? v.z : v.w;
+                        if (gc + e < n)
+                            o[e] = (uint16_t)(word >> (16 * (e % 2)));
                     }
                 }
             }
         }
+        /* the last stores have read this CTA's shared memory before it may go */
+        if (threadIdx.x % 128 == 0)
+            asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
         if (w == 0) /* consumer 1's last hand-over, which no turn took */
             asm volatile("bar.sync %0, 256;" ::"n"(FG_TURN_BAR) : "memory");
     }
@@ -390,6 +423,27 @@ static CUtensorMap make_map_e4m3(const uint8_t *base, int rows, int cols)
     if (r != CUDA_SUCCESS) {
         fprintf(stderr, "gemm_fp8_blockscaled: cuTensorMapEncodeTiled failed (CUresult %d) for "
                         "%dx%d\n", (int)r, rows, cols);
+        exit(EXIT_FAILURE);
+    }
+    return map;
+}
+
+/* D, m x n bf16 row-major (n a multiple of 8, D 16-byte aligned), in boxes of 64 x 64 with the
+ * 128-byte swizzle, as the consumers lay a half of their rows out in shared memory */
+static CUtensorMap make_map_d(uint16_t *base, int m, int n)
+{
+    CUtensorMap map;
+    cuuint64_t dims[2] = { (cuuint64_t)n, (cuuint64_t)m };
+    cuuint64_t strides[1] = { (cuuint64_t)n * 2 };
+    cuuint32_t box[2] = { 64, 64 };
+    cuuint32_t elem_strides[2] = { 1, 1 };
+    CUresult r = encode_tiled("gemm_fp8_blockscaled")(
+        &map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, base, dims, strides, box, elem_strides,
+        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+        CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) {
+        fprintf(stderr, "gemm_fp8_blockscaled: cuTensorMapEncodeTiled failed (CUresult %d) for "
+                        "D %dx%d\n", (int)r, m, n);
         exit(EXIT_FAILURE);
     }
     return map;
@@ -451,10 +505,16 @@ void gemm_fp8_blockscaled(const uint8_t *d_a, const float *d_sa, const uint8_t *
     }
     CUtensorMap map_a = make_map_e4m3(d_a, m, k);
     CUtensorMap map_b = make_map_e4m3(d_b, n, k);
+    /* D's rows go out by the tensor memory accelerator when each starts on 16 bytes; otherwise
+     * element by element (the map is then not used) */
+    const int vec = n % 8 == 0 && (reinterpret_cast<uintptr_t>(d_d) & 15) == 0;
+    CUtensorMap map_d = {};
+    if (vec)
+        map_d = make_map_d(d_d, m, n);
     const int pairs = cdiv(m, FG_BM) * cdiv(cdiv(n, FG_BN), FG_CLUSTER);
     cudaLaunchAttribute attr;
     cudaLaunchConfig_t cfg = cluster_config(pairs < max_clusters ? pairs : max_clusters, &attr);
-    CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemm_fp8_blockscaled_kernel, map_a, map_b, d_sa, d_sb,
-                                  d_d, m, k, n));
+    CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemm_fp8_blockscaled_kernel, map_a, map_b, map_d, d_sa,
+                                  d_sb, d_d, m, k, n, vec));
     CUDA_CHECK(cudaGetLastError());
 }
