@@ -116,6 +116,25 @@ static __device__ __forceinline__ void wgmma_m64n128k32_e4m3(float (&d)[FG_ACC],
 }
 #undef ACC8
 
+/* mbar_wait and mbar_arrive_cluster (tma.cuh, cluster.cuh) on a barrier's shared address */
+static __device__ __forceinline__ void mbar_wait_u32(uint32_t bar, uint32_t parity)
+{
+    uint32_t done = 0;
+    while (!done)
+        asm volatile("{\n\t.reg .pred p;\n\t"
+                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+                     "selp.u32 %0, 1, 0, p;\n\t}"
+                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+}
+
+static __device__ __forceinline__ void mbar_arrive_cluster_u32(uint32_t bar, uint32_t rank)
+{
+    asm volatile("{\n\t.reg .b32 remote;\n\t"
+                 "mapa.shared::cluster.u32 remote, %0, %1;\n\t"
+                 "mbarrier.arrive.shared::cluster.b64 _, [remote];\n\t}"
+                 ::"r"(bar), "r"(rank) : "memory");
+}
+
 /* a box of D from shared memory (laid out as map's swizzle says) to global memory at column x,
  * row y; the parts past the edges are not written. In the bulk group of the issuing thread. */
 static __device__ __forceinline__ void tma_store_2d(const CUtensorMap *map, const void *src,
@@ -220,7 +239,11 @@ gemm_fp8_blockscaled_kernel(const __grid_constant__ CUtensorMap map_a,
         /* this thread's rows of a 64-row half (the wgmma m64nN accumulator layout: chapter
          * 05): r and r + 8, where r = 16 warp + lane / 4; of the tile, 128 w + 64 h + those */
         const int r = 16 * warp + lane / 4;
-        const uint32_t base = smem_u32(smem);
+        /* shared-memory addresses as numbers, made once: from a pointer the compiler would
+         * make each anew inside the loop, reading the CTA's place in the cluster each time */
+        uint32_t base;
+        asm volatile("mov.b32 %0, %1;" : "=r"(base) : "r"(smem_u32(smem)));
+        const uint32_t full_u32 = base + FG_BAR_OFF, empty_u32 = full_u32 + FG_STAGES * 8;
         unsigned char *out = smem + FG_OUT_OFF + w * FG_OUT_BYTES;
         /* the descriptors' low words in stage 0 (this warpgroup's box of A, and B); their high
          * word is the same for all. In 16-byte units, a stage is FG_STAGE_BYTES / 16 further
@@ -284,7 +307,7 @@ gemm_fp8_blockscaled_kernel(const __grid_constant__ CUtensorMap map_a,
 #pragma unroll
                 for (int i = 0; i < 5; i++)
                     sc[i] = next[i];
-                mbar_wait(&full[s], phase);
+                mbar_wait_u32(full_u32 + 8 * s, phase);
                 __syncwarp(); /* the warp together again for the .aligned wgmma instructions */
                 const uint32_t so = s * (FG_STAGE_BYTES / 16);
 #pragma unroll
@@ -312,8 +335,8 @@ gemm_fp8_blockscaled_kernel(const __grid_constant__ CUtensorMap map_a,
                     /* both halves' bytes are read: either CTA's producer may refill the stage
                      * while we promote */
                     if (h == 1 && lane == 0) {
-                        mbar_arrive_cluster(&empty[s], 0);
-                        mbar_arrive_cluster(&empty[s], 1);
+                        mbar_arrive_cluster_u32(empty_u32 + 8 * s, 0);
+                        mbar_arrive_cluster_u32(empty_u32 + 8 * s, 1);
                     }
                     /* promotion: the block's partial sums, scaled, into fp32 on the CUDA cores */
                     const float s0 = sc[2 * h] * sc[4], s1 = sc[2 * h + 1] * sc[4];
