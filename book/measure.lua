@@ -2,8 +2,8 @@
 -- book's filter (book/measured.lua) and `make lessons` (scripts/lessons.lua). Loaded with
 -- dofile("book/measure.lua") from the repository's root; returns { eval = ..., DATA = ... }.
 --
---   eval(expr, fmt, where)   the Lua expression expr over tsv, ms, gbs, gflops, best, cell and
---                            math (measured.lua's top says what each reads), as a string: fmt (a
+--   eval(expr, fmt, where)   the Lua expression expr over tsv, ms, gbs, gflops, best, cell,
+--                            median and math (measured.lua's top says what each reads), as a string: fmt (a
 --                            printf format) or three significant digits; an error naming where
 --                            when a row or column is missing or the value is not a number
 
@@ -118,8 +118,34 @@ local function cell(file, match, column)
   return v
 end
 
+-- the median of a column over every row that matches (a probe's repeated runs): the middle
+-- value, or the mean of the two middle ones
+local function median(file, match, column)
+  local t = read_file(file)
+  local c = t.header[column]
+  if not c then error("measure.lua: " .. t.path .. " has no column " .. column) end
+  local vals = {}
+  for _, row in ipairs(t.rows) do
+    local ok = true
+    for k, v in pairs(match) do
+      if not t.header[k] then error("measure.lua: " .. t.path .. " has no column " .. k) end
+      if row[t.header[k]] ~= tostring(v) then ok = false; break end
+    end
+    if ok then
+      local v = tonumber(row[c])
+      if not v then error("measure.lua: " .. t.path .. ": " .. column .. " is not a number") end
+      vals[#vals + 1] = v
+    end
+  end
+  if #vals == 0 then error("measure.lua: " .. t.path .. " has no row to take a median of") end
+  table.sort(vals)
+  local n = #vals
+  if n % 2 == 1 then return vals[(n + 1) / 2] end
+  return (vals[n / 2] + vals[n / 2 + 1]) / 2
+end
+
 local env = {
-  cell = cell,
+  cell = cell, median = median,
   tsv = tsv, best = best, math = math,
   ms = function(c, k, s) return tsv(c, k, s, "ms") end,
   gbs = function(c, k, s) return tsv(c, k, s, "gbs") end,

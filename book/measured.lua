@@ -14,6 +14,8 @@
 --                                         whose columns match: file is a name under the data
 --                                         directory ("profile-calibration", "ncu-04-1024") or a
 --                                         path ("solutions/04-shared-memory-tiling/tune.tsv")
+--   median(file, {col = value, ...}, column) the median of that column over every matching row
+--                                         (a probe's repeated runs: probe-11-fp8-ladder)
 --
 -- A row or a column that is not there is an error, so the book fails to build (and `make test`
 -- fails) instead of printing a number nobody measured. Formats: fmt="%.1f" (a printf format), or
