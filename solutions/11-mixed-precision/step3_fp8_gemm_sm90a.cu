@@ -74,9 +74,7 @@
 #define FG_BK 128                            /* k a stage: one scale block, one swizzle row */
 #define FG_STAGES 4
 #define FG_CLUSTER 2                         /* CTAs a cluster: two tiles side by side in n */
-#ifndef FG_GROUP
 #define FG_GROUP 8                           /* m-blocks a band of the tile order */
-#endif
 #define FG_THREADS 384                       /* 3 warpgroups: the producer, 2 consumers */
 #define FG_CONSUMER_WARPS 8
 #define FG_ACC (64 * FG_BN / 128)            /* fp32 accumulators a thread for 64 rows: 64 */
