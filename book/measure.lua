@@ -91,7 +91,9 @@ local function best(chapter, kernel, column)
   return v
 end
 
-local function cell(file, match, column)
+-- the table of file, the index of column, every row whose columns equal match's values, and
+-- match as "k=v, ..." for errors: what cell and median both look up
+local function matching(file, match, column)
   local t = read_file(file)
   local c = t.header[column]
   if not c then error("measure.lua: " .. t.path .. " has no column " .. column) end
@@ -101,43 +103,37 @@ local function cell(file, match, column)
     want[#want + 1] = k .. "=" .. tostring(v)
   end
   table.sort(want)
-  local found
+  local rows = {}
   for _, row in ipairs(t.rows) do
     local ok = true
     for k, v in pairs(match) do
       if row[t.header[k]] ~= tostring(v) then ok = false; break end
     end
-    if ok then
-      if found then error("measure.lua: " .. t.path .. ": two rows with " .. table.concat(want, ", ")) end
-      found = row
-    end
+    if ok then rows[#rows + 1] = row end
   end
-  if not found then error("measure.lua: " .. t.path .. " has no row with " .. table.concat(want, ", ")) end
-  local v = tonumber(found[c])
+  return t, c, rows, table.concat(want, ", ")
+end
+
+local function number(t, row, c, column)
+  local v = tonumber(row[c])
   if not v then error("measure.lua: " .. t.path .. ": " .. column .. " is not a number") end
   return v
+end
+
+local function cell(file, match, column)
+  local t, c, rows, want = matching(file, match, column)
+  if #rows > 1 then error("measure.lua: " .. t.path .. ": two rows with " .. want) end
+  if #rows == 0 then error("measure.lua: " .. t.path .. " has no row with " .. want) end
+  return number(t, rows[1], c, column)
 end
 
 -- the median of a column over every row that matches (a probe's repeated runs): the middle
 -- value, or the mean of the two middle ones
 local function median(file, match, column)
-  local t = read_file(file)
-  local c = t.header[column]
-  if not c then error("measure.lua: " .. t.path .. " has no column " .. column) end
+  local t, c, rows, want = matching(file, match, column)
+  if #rows == 0 then error("measure.lua: " .. t.path .. " has no row with " .. want) end
   local vals = {}
-  for _, row in ipairs(t.rows) do
-    local ok = true
-    for k, v in pairs(match) do
-      if not t.header[k] then error("measure.lua: " .. t.path .. " has no column " .. k) end
-      if row[t.header[k]] ~= tostring(v) then ok = false; break end
-    end
-    if ok then
-      local v = tonumber(row[c])
-      if not v then error("measure.lua: " .. t.path .. ": " .. column .. " is not a number") end
-      vals[#vals + 1] = v
-    end
-  end
-  if #vals == 0 then error("measure.lua: " .. t.path .. " has no row to take a median of") end
+  for i, row in ipairs(rows) do vals[i] = number(t, row, c, column) end
   table.sort(vals)
   local n = #vals
   if n % 2 == 1 then return vals[(n + 1) / 2] end
