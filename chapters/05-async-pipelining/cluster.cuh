@@ -6,6 +6,7 @@
  *   cluster_rank, cluster_id, cluster_count     %cluster_ctarank, %clusterid.x, %nclusterid.x
  *   cluster_sync()                              every thread of every CTA of the cluster meets
  *   mbar_arrive_cluster(bar, rank)              one arrival on CTA `rank`'s copy of bar
+ *   mbar_arrive_cluster_at(bar, rank)           the same, bar given by its shared address
  *   tma_load_2d_multicast(dst, map, x, y, bar, mask)   one box into every CTA of mask
  *   warpgroup_sync(id)                          the 128 threads of one warpgroup meet
  *
@@ -51,12 +52,17 @@ static __device__ __forceinline__ void cluster_sync()
  * (this CTA's own, or a peer's). No release of this thread's writes to the cluster comes
  * with it (that would cost a GPU-wide memory barrier an arrival): what it says, that a stage's
  * bytes are read, is already true once the products that read them are waited for. */
-static __device__ __forceinline__ void mbar_arrive_cluster(uint64_t *bar, uint32_t rank)
+static __device__ __forceinline__ void mbar_arrive_cluster_at(uint32_t bar, uint32_t rank)
 {
     asm volatile("{\n\t.reg .b32 remote;\n\t"
                  "mapa.shared::cluster.u32 remote, %0, %1;\n\t"
                  "mbarrier.arrive.shared::cluster.b64 _, [remote];\n\t}"
-                 ::"r"(smem_u32(bar)), "r"(rank) : "memory");
+                 ::"r"(bar), "r"(rank) : "memory");
+}
+
+static __device__ __forceinline__ void mbar_arrive_cluster(uint64_t *bar, uint32_t rank)
+{
+    mbar_arrive_cluster_at(smem_u32(bar), rank);
 }
 
 /* tma_load_2d into every CTA of `mask` (bit r: the cluster's CTA r), at dst's offset in each,

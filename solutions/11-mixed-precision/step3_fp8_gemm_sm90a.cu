@@ -64,7 +64,7 @@
 #include <stdint.h>
 #include <cuda_bf16.h>
 
-#include "../05-async-pipelining/tma.cuh" /* the mbarrier and TMA helpers, encode_tiled */
+#include "../05-async-pipelining/tma.cuh" /* the mbarrier and TMA helpers, make_map_2d */
 #include "../05-async-pipelining/cluster.cuh" /* the cluster: rank, barrier, multicast copy */
 #include "../05-async-pipelining/wgmma.cuh" /* smem_desc, the wgmma fences and waits */
 #include "quant.h"
@@ -113,34 +113,6 @@ static __device__ __forceinline__ void wgmma_m64n128k32_e4m3(float (&d)[FG_ACC],
                  : "l"(desc_a), "l"(desc_b), "r"(accumulate));
 }
 #undef ACC8
-
-/* mbar_wait and mbar_arrive_cluster (tma.cuh, cluster.cuh) on a barrier's shared address */
-static __device__ __forceinline__ void mbar_wait_u32(uint32_t bar, uint32_t parity)
-{
-    uint32_t done = 0;
-    while (!done)
-        asm volatile("{\n\t.reg .pred p;\n\t"
-                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
-                     "selp.u32 %0, 1, 0, p;\n\t}"
-                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-}
-
-static __device__ __forceinline__ void mbar_arrive_cluster_u32(uint32_t bar, uint32_t rank)
-{
-    asm volatile("{\n\t.reg .b32 remote;\n\t"
-                 "mapa.shared::cluster.u32 remote, %0, %1;\n\t"
-                 "mbarrier.arrive.shared::cluster.b64 _, [remote];\n\t}"
-                 ::"r"(bar), "r"(rank) : "memory");
-}
-
-/* a box of D from shared memory (laid out as map's swizzle says) to global memory at column x,
- * row y; the parts past the edges are not written. In the bulk group of the issuing thread. */
-static __device__ __forceinline__ void tma_store_2d(const CUtensorMap *map, const void *src,
-                                                    int x, int y)
-{
-    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];"
-                 :: "l"(map), "r"(smem_u32(src)), "r"(x), "r"(y) : "memory");
-}
 
 /* The order of the tiles: pair p (the two tiles side by side in n of one cluster) is m-block mb
  * and pair of n-blocks np; m-blocks go in bands of FG_GROUP, and within a band m runs fastest,
@@ -305,7 +277,7 @@ gemm_fp8_blockscaled_kernel(const __grid_constant__ CUtensorMap map_a,
 #pragma unroll
                 for (int i = 0; i < 5; i++)
                     sc[i] = next[i];
-                mbar_wait_u32(full_u32 + 8 * s, phase);
+                mbar_wait_at(full_u32 + 8 * s, phase);
                 __syncwarp(); /* the warp together again for the .aligned wgmma instructions */
                 const uint32_t so = s * (FG_STAGE_BYTES / 16);
 #pragma unroll
@@ -333,8 +305,8 @@ gemm_fp8_blockscaled_kernel(const __grid_constant__ CUtensorMap map_a,
                     /* both halves' bytes are read: either CTA's producer may refill the stage
                      * while we promote */
                     if (h == 1 && lane == 0) {
-                        mbar_arrive_cluster_u32(empty_u32 + 8 * s, 0);
-                        mbar_arrive_cluster_u32(empty_u32 + 8 * s, 1);
+                        mbar_arrive_cluster_at(empty_u32 + 8 * s, 0);
+                        mbar_arrive_cluster_at(empty_u32 + 8 * s, 1);
                     }
                     /* promotion: the block's partial sums, scaled, into fp32 on the CUDA cores */
                     const float s0 = sc[2 * h] * sc[4], s1 = sc[2 * h + 1] * sc[4];
@@ -345,7 +317,6 @@ gemm_fp8_blockscaled_kernel(const __grid_constant__ CUtensorMap map_a,
                         total[h][4 * j + 2] = fmaf(part[4 * j + 2], s1, total[h][4 * j + 2]);
                         total[h][4 * j + 3] = fmaf(part[4 * j + 3], s1, total[h][4 * j + 3]);
                     }
-                    fence_acc(total[h]); /* promoted before the next turn is waited for */
                 }
                 if (++s == FG_STAGES) {
                     s = 0;
@@ -364,7 +335,7 @@ gemm_fp8_blockscaled_kernel(const __grid_constant__ CUtensorMap map_a,
             for (int h = 0; h < 2; h++) {
                 /* the buffer's last store has read it (a store in flight reads it still) */
                 if (tid == 0)
-                    asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+                    tma_store_wait_read();
                 warpgroup_sync(1 + w);
                 /* a thread's pairs of columns 8 j + 2 (lane % 4) and the one after, rows r and
                  * r + 8: the 8 rows of a store fall on 8 different chunks, 32 banks */
@@ -390,7 +361,7 @@ gemm_fp8_blockscaled_kernel(const __grid_constant__ CUtensorMap map_a,
                         for (int b = 0; b < 2; b++)
                             if (col0 + 64 * b < n)
                                 tma_store_2d(&map_d, out + b * 8192, col0 + 64 * b, row0);
-                        asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+                        tma_store_commit();
                     }
                     continue;
                 }
@@ -417,7 +388,7 @@ gemm_fp8_blockscaled_kernel(const __grid_constant__ CUtensorMap map_a,
         }
         /* the last stores have read this CTA's shared memory before it may go */
         if (threadIdx.x % 128 == 0)
-            asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+            tma_store_wait_read();
         if (w == 0) /* consumer 1's last hand-over, which no turn took */
             asm volatile("bar.sync %0, 256;" ::"n"(FG_TURN_BAR) : "memory");
     }
@@ -426,48 +397,6 @@ gemm_fp8_blockscaled_kernel(const __grid_constant__ CUtensorMap map_a,
 #else
     __trap(); /* wgmma, setmaxnreg and multicast exist in sm_90a code only */
 #endif
-}
-
-/* a rows x cols row-major e4m3 matrix in boxes of 128 x 128 bytes, 128-byte swizzle, zeros
- * outside (tma.cuh's make_map is for bf16) */
-static CUtensorMap make_map_e4m3(const uint8_t *base, int rows, int cols)
-{
-    CUtensorMap map;
-    cuuint64_t dims[2] = { (cuuint64_t)cols, (cuuint64_t)rows };
-    cuuint64_t strides[1] = { (cuuint64_t)cols };
-    cuuint32_t box[2] = { FG_BK, 128 };
-    cuuint32_t elem_strides[2] = { 1, 1 };
-    CUresult r = encode_tiled("gemm_fp8_blockscaled")(
-        &map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<uint8_t *>(base), dims, strides, box,
-        elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS) {
-        fprintf(stderr, "gemm_fp8_blockscaled: cuTensorMapEncodeTiled failed (CUresult %d) for "
-                        "%dx%d\n", (int)r, rows, cols);
-        exit(EXIT_FAILURE);
-    }
-    return map;
-}
-
-/* D, m x n bf16 row-major (n a multiple of 8, D 16-byte aligned), in boxes of 64 x 64 with the
- * 128-byte swizzle, as the consumers lay a half of their rows out in shared memory */
-static CUtensorMap make_map_d(uint16_t *base, int m, int n)
-{
-    CUtensorMap map;
-    cuuint64_t dims[2] = { (cuuint64_t)n, (cuuint64_t)m };
-    cuuint64_t strides[1] = { (cuuint64_t)n * 2 };
-    cuuint32_t box[2] = { 64, 64 };
-    cuuint32_t elem_strides[2] = { 1, 1 };
-    CUresult r = encode_tiled("gemm_fp8_blockscaled")(
-        &map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, base, dims, strides, box, elem_strides,
-        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-        CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS) {
-        fprintf(stderr, "gemm_fp8_blockscaled: cuTensorMapEncodeTiled failed (CUresult %d) for "
-                        "D %dx%d\n", (int)r, m, n);
-        exit(EXIT_FAILURE);
-    }
-    return map;
 }
 
 /* a launch of clusters of FG_CLUSTER CTAs, `clusters` of them, on the default stream */
@@ -524,14 +453,22 @@ void gemm_fp8_blockscaled(const uint8_t *d_a, const float *d_sa, const uint8_t *
                         "16-byte aligned (quant.h)\n", k);
         exit(EXIT_FAILURE);
     }
-    CUtensorMap map_a = make_map_e4m3(d_a, m, k);
-    CUtensorMap map_b = make_map_e4m3(d_b, n, k);
+    /* A and B, e4m3 rows of k, in boxes of 128 rows x 128 bytes in the 128-byte swizzle (the
+     * descriptors' layout), read through 256-byte L2 promotion */
+    CUtensorMap map_a = make_map_2d("gemm_fp8_blockscaled", CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, d_a,
+                                    m, k, k, 128, FG_BK, CU_TENSOR_MAP_SWIZZLE_128B,
+                                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
+    CUtensorMap map_b = make_map_2d("gemm_fp8_blockscaled", CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, d_b,
+                                    n, k, k, 128, FG_BK, CU_TENSOR_MAP_SWIZZLE_128B,
+                                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
     /* D's rows go out by the tensor memory accelerator when each starts on 16 bytes; otherwise
      * element by element (the map is then not used) */
     const int vec = n % 8 == 0 && (reinterpret_cast<uintptr_t>(d_d) & 15) == 0;
     CUtensorMap map_d = {};
-    if (vec)
-        map_d = make_map_d(d_d, m, n);
+    if (vec) /* boxes of 64 x 64 in the 128-byte swizzle, as a consumer lays a half out */
+        map_d = make_map_2d("gemm_fp8_blockscaled", CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, d_d, m,
+                            n, n, 64, 64, CU_TENSOR_MAP_SWIZZLE_128B,
+                            CU_TENSOR_MAP_L2_PROMOTION_NONE);
     const int pairs = cdiv(m, FG_BM) * cdiv(cdiv(n, FG_BN), FG_CLUSTER);
     cudaLaunchAttribute attr;
     cudaLaunchConfig_t cfg = cluster_config(pairs < max_clusters ? pairs : max_clusters, &attr);
