@@ -317,14 +317,19 @@ void flow_launches_of(const struct flow_kind *k, const void *shape, flow_fn fn, 
 
 /* ---- bench ---------------------------------------------------------------------------------- */
 
-double flow_time_row(const struct flow_kind *k, void *p, flow_fn fn, int check,
-                     struct results *out, const char *chapter, const char *name,
-                     const char *shape, double bytes, double flops, int warmup, int reps)
+struct timing flow_time(const struct flow_kind *k, void *p, flow_fn fn, int warmup, int reps)
 {
     void *one[1] = { p };
     struct launch l = { k, one, 1, 0, fn };
     k->poison(p);
-    struct timing t = gpu_time(run_launch, &l, warmup, reps);
+    return gpu_time(run_launch, &l, warmup, reps);
+}
+
+double flow_time_row(const struct flow_kind *k, void *p, flow_fn fn, int check,
+                     struct results *out, const char *chapter, const char *name,
+                     const char *shape, double bytes, double flops, int warmup, int reps)
+{
+    struct timing t = flow_time(k, p, fn, warmup, reps);
     if (check && k->bench_check(p, name, shape) != 0)
         return -1.0;
     double sec = t.median_ms * 1e-3;

@@ -191,6 +191,10 @@ struct flow_bench {
     int (*extra)(struct results *out, const struct device_info *info);
 };
 
+/* Poison p and time fn on it (NULL: the kind's library) with gpu_time: its timing, nothing
+ * checked or written (flow_time_row below is this, the check and the row) */
+struct timing flow_time(const struct flow_kind *k, void *p, flow_fn fn, int warmup, int reps);
+
 /* One bench row: poison p, time fn on it (NULL: the kind's library) with gpu_time, check what
  * it wrote when check is 1 (kind->bench_check, which prints why it is wrong), then
  * results_row with GB/s over bytes and GFLOP/s over flops (0: none). Returns the median ms, or

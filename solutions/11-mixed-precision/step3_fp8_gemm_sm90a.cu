@@ -42,7 +42,13 @@
  *     with the row, so the accumulator layout's writes meet no bank twice), and one thread has
  *     the tensor memory accelerator store them (cp.async.bulk.tensor, which leaves out what
  *     lies past m or n): the tile's end, when the tensor cores wait for both consumers, holds
- *     a conversion and a barrier, not a loop of loads and stores.
+ *     a conversion and a barrier, not a loop of loads and stores;
+ *   the last round, when the pairs are not a whole number of rounds, is cut along k into one
+ *     segment a cluster and run as a second launch (split_of, below), so that no cluster sits
+ *     idle while half of them finish a pair; the pieces' partial sums meet in a workspace.
+ *     The second launch is an instance of its own of the kernel template: with the pieces'
+ *     code beside it, the compiler gave the loop over whole pairs other registers and a slower
+ *     schedule.
  *
  * The stage and its barriers. A stage holds A's 256 x 128 (two boxes: rank 0's copy at byte 0,
  * rank 1's at 16 KB) and B's 128 x 128 (at 32 KB); each box row is 128 e4m3 = 128 bytes, one
@@ -90,6 +96,46 @@
 #define FG_PRODUCER_REGS 40
 #define FG_CONSUMER_REGS 232
 #define FG_TURN_BAR 3 /* named barriers 3 and 4: consumer 0's turn, consumer 1's (1, 2: stores) */
+#define FG_SK_MIN 4   /* the fewest blocks of k a piece of the last round may have */
+#define FG_MAX_DEVICES 64 /* devices the launcher keeps a workspace for */
+#define FG_PART_FLOATS (2 * FG_ACC * 128) /* a consumer's partial sums: 128 rows x 128, fp32 */
+
+/* The last round (stream-K). With more pairs than clusters, the pairs of a last, partial round
+ * (npairs % clusters of them) would leave the other clusters idle while they run: at 8192^3,
+ * 1024 pairs over 66 clusters are 15.5 rounds, and the sixteenth costs a whole round. So one
+ * launch takes the pairs up to `dp` whole, `clusters` at a time, and a second cuts the blocks
+ * of k of the rest, laid end to end (pair by pair), into `segs` segments of `b` blocks, one a
+ * cluster: each cluster's share of the last round is then b blocks, not a pair's kb. A pair cut
+ * into pieces is finished by the cluster holding its last block (its "owner"), which adds in
+ * the partial sums that the clusters holding its other pieces left in a workspace. No cut when
+ * the pairs fill whole rounds or fewer than one (a small problem runs as it is), or when a
+ * segment would be more than three quarters of a pair (at 4096^3, 256 pairs over 66 clusters:
+ * 29 blocks of 32, and the pieces' partial sums cost more than the 3 blocks save); a segment
+ * is at least FG_SK_MIN blocks. */
+struct fg_split {
+    int dp;   /* the pairs the first launch takes whole; past them, the segments */
+    int b;    /* blocks of k a segment */
+    int segs; /* segments: 0, or at most one a cluster */
+    int tail; /* blocks of k in all the segments: (npairs - dp) kb */
+};
+
+static __host__ __device__ __forceinline__ fg_split split_of(int npairs, int clusters, int kb)
+{
+    fg_split sp = { npairs, kb, 0, 0 };
+    const int rest = npairs % clusters;
+    if (npairs <= clusters || rest == 0)
+        return sp;
+    int b = cdiv(rest * kb, clusters);
+    b = b > FG_SK_MIN ? b : FG_SK_MIN;
+    if (4 * b > 3 * kb) /* a segment saves less than a quarter of a pair: not worth its fix-up */
+        return sp;
+    sp.dp = npairs - rest;
+    sp.b = b;
+    sp.segs = cdiv(rest * kb, b);
+    sp.tail = rest * kb;
+    return sp;
+}
+
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
@@ -131,14 +177,53 @@ static __device__ __forceinline__ fg_tile tile_of(int p, int mblocks, int npairs
     return { (mb0 + q % rows) * FG_BM, q / rows * FG_CLUSTER + (int)rank };
 }
 
+/* A piece of the last round: blocks k0 .. k1 - 1 of pair p (p < 0: none). A piece that does
+ * not hold its pair's last block leaves its partial sums in slot `part` of the workspace
+ * (part >= 0); the piece that does first adds those of slots lo .. hi - 1, then stores D. */
+struct fg_item {
+    int p, k0, k1;
+    int part, lo, hi;
+};
+
+/* Piece j of cluster c's segment, the last first, so that a partial another cluster waits for
+ * is made before the piece that waits. A segment is shorter than a pair: it holds the end of
+ * one pair and the start of the next, or a middle, or an end: at most two pieces. */
+static __device__ __forceinline__ fg_item item_of(int j, int c, int kb, const fg_split &sp)
+{
+    const fg_item none = { -1, 0, 0, -1, 0, 0 };
+    if (c >= sp.segs || j > 1)
+        return none;
+    /* the segment's blocks g0 .. g1 - 1 of the tail; the tail pair of its last block, tp */
+    const int g0 = c * sp.b, g1 = min(g0 + sp.b, sp.tail), tp = (g1 - 1) / kb;
+    int a, e, t; /* this piece: blocks a .. e - 1 of the tail, of tail pair t */
+    if (j == 0) {
+        t = tp, a = max(g0, tp * kb), e = g1;
+    } else {
+        if (g0 >= tp * kb) /* one piece only */
+            return none;
+        t = tp - 1, a = g0, e = tp * kb;
+    }
+    if (e < (t + 1) * kb) /* not the pair's last block: a partial, into this segment's slot */
+        return { sp.dp + t, a - t * kb, e - t * kb, c, 0, 0 };
+    /* the owner: the segments before this one that hold a piece of pair t, from the one
+     * holding its first block */
+    return { sp.dp + t, a - t * kb, e - t * kb, -1, t * kb / sp.b, c };
+}
+
 #endif
 
+/* SK false: pairs first, first + clusters, ... below np, whole. SK true: the segments of the
+ * last round (split_of), their partial sums in ws, their flags in flags (epoch: this launch's
+ * number). */
+template <bool SK>
 static __global__ void __launch_bounds__(FG_THREADS, 1)
 gemm_fp8_blockscaled_kernel(const __grid_constant__ CUtensorMap map_a,
                             const __grid_constant__ CUtensorMap map_b,
                             const __grid_constant__ CUtensorMap map_d,
                             const float *__restrict__ sa, const float *__restrict__ sb,
-                            uint16_t *__restrict__ d, int m, int k, int n, int vec)
+                            uint16_t *__restrict__ d, int m, int k, int n, int vec, int np,
+                            float *__restrict__ ws, uint32_t *__restrict__ flags,
+                            uint32_t epoch)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     extern __shared__ __align__(1024) unsigned char smem_raw[];
@@ -176,13 +261,14 @@ gemm_fp8_blockscaled_kernel(const __grid_constant__ CUtensorMap map_a,
              * consumers are done with block it - FG_STAGES there: the phase it / FG_STAGES - 1
              * of that stage's empty barrier */
             uint32_t it = 0;
-            for (int p = first; p < npairs; p += stride) {
+            /* blocks k0 .. k1 - 1 of pair p */
+            auto produce = [&](int p, int k0, int k1) {
                 const fg_tile tile = tile_of(p, mblocks, npairs_n, rank);
                 /* this CTA's half of A, for both CTAs, and its own n-block of B; a box wholly
                  * past the edge starts at the last row that exists instead (see the top) */
                 const int ya = min(tile.row0 + (int)rank * 128, m - 1);
                 const int xb = min(tile.nb * FG_BN, n - 1);
-                for (int t = 0; t < kb; t++, it++) {
+                for (int t = k0; t < k1; t++, it++) {
                     const int s = it % FG_STAGES;
                     if (it >= FG_STAGES)
                         mbar_wait(&empty[s], (it / FG_STAGES - 1) & 1);
@@ -194,6 +280,18 @@ gemm_fp8_blockscaled_kernel(const __grid_constant__ CUtensorMap map_a,
                     tma_load_2d_multicast(st + rank * FG_BOX_BYTES, &map_a, t * FG_BK, ya,
                                           &full[s], (1u << FG_CLUSTER) - 1);
                     tma_load_2d(st + FG_A_BYTES, &map_b, t * FG_BK, xb, &full[s]);
+                }
+            };
+            if constexpr (!SK) {
+                for (int p = first; p < np; p += stride)
+                    produce(p, 0, kb);
+            } else {
+                const fg_split sp = split_of(npairs, stride, kb);
+                for (int j = 0;; j++) {
+                    const fg_item item = item_of(j, first, kb, sp);
+                    if (item.p < 0)
+                        break;
+                    produce(item.p, item.k0, item.k1);
                 }
             }
             /* the consumers' last arrivals (the peer's too) have landed before this CTA may
@@ -252,9 +350,24 @@ gemm_fp8_blockscaled_kernel(const __grid_constant__ CUtensorMap map_a,
             part[i] = 0.0f;
         fence_acc(part);
 
-        if (first < npairs) {
-            tile_scales(tile_of(first, mblocks, npairs_n, rank));
+        /* tile p's scales of block k0 first */
+        auto start_scales = [&](int p, int k0) {
+            tile_scales(tile_of(p, mblocks, npairs_n, rank));
+            pa += (size_t)k0 * m;
+            pb += k0;
             load_scales();
+        };
+        fg_split sp = {};
+        if constexpr (!SK) {
+            if (first < np) {
+                tile_scales(tile_of(first, mblocks, npairs_n, rank));
+                load_scales();
+            }
+        } else {
+            sp = split_of(npairs, stride, kb);
+            const fg_item i0 = item_of(0, first, kb, sp);
+            if (i0.p >= 0)
+                start_scales(i0.p, i0.k0);
         }
         /* The two consumers take turns at the tensor cores (named barriers FG_TURN_BAR + w): each
          * issues its four products, hands the turn over, and promotes while the other's run.
@@ -264,15 +377,10 @@ gemm_fp8_blockscaled_kernel(const __grid_constant__ CUtensorMap map_a,
         if (w == 1)
             asm volatile("bar.arrive %0, 256;" ::"n"(FG_TURN_BAR) : "memory");
         uint32_t s = 0, phase = 0; /* the stage of this block, and its full barrier's phase */
-        for (int p = first; p < npairs; p += stride) {
-            const fg_tile tile = tile_of(p, mblocks, npairs_n, rank);
-#pragma unroll
-            for (int h = 0; h < 2; h++)
-#pragma unroll
-                for (int i = 0; i < FG_ACC; i++)
-                    total[h][i] = 0.0f;
-
-            for (int t = 0; t < kb; t++) {
+        /* blocks k0 .. k1 - 1 of a tile into total[][]; at the last, next_scales() loads the
+         * next tile's first scales */
+        auto run_blocks = [&](int k0, int k1, auto &&next_scales) {
+            for (int t = k0; t < k1; t++) {
                 float sc[5];
 #pragma unroll
                 for (int i = 0; i < 5; i++)
@@ -290,15 +398,13 @@ gemm_fp8_blockscaled_kernel(const __grid_constant__ CUtensorMap map_a,
                                               desc_hi | (db0 + so + kk * 2), kk > 0);
                     wgmma_commit();
                     asm volatile("bar.arrive %0, 256;" ::"r"(FG_TURN_BAR + 1 - w) : "memory");
-                    /* the next block's scales (the next tile's first after this tile's last),
+                    /* the next block's scales (the next tile's first after this one's last),
                      * in flight while the products run, used a block from now */
                     if (h == 0) {
-                        if (t + 1 < kb) {
+                        if (t + 1 < k1)
                             load_scales();
-                        } else if (p + stride < npairs) {
-                            tile_scales(tile_of(p + stride, mblocks, npairs_n, rank));
-                            load_scales();
-                        }
+                        else
+                            next_scales();
                     }
                     wgmma_wait<0>();
                     fence_acc(part);
@@ -324,13 +430,16 @@ gemm_fp8_blockscaled_kernel(const __grid_constant__ CUtensorMap map_a,
                 }
             }
 
+        };
+        /* total[][] to D, the tile's rows of this warpgroup */
+        const int tid = threadIdx.x % 128;
+        auto store_tile = [&](const fg_tile &tile) {
             /* D in bf16, a 64-row half at a time through this warpgroup's 16 KB, as two boxes
              * of 64 rows x 64 columns (128 bytes a row, 8 KB), each in the 128-byte swizzle
              * (16-byte chunk c of row R at chunk c ^ (R % 8)): the layout the tensor memory
              * accelerator stores from, in which neither the accumulator layout's writes nor
              * whole rows meet a bank twice. Column group j (8 columns) of a row is chunk j % 8
              * of box j / 8. */
-            const int tid = threadIdx.x % 128;
 #pragma unroll
             for (int h = 0; h < 2; h++) {
                 /* the buffer's last store has read it (a store in flight reads it still) */
@@ -385,6 +494,91 @@ gemm_fp8_blockscaled_kernel(const __grid_constant__ CUtensorMap map_a,
                     }
                 }
             }
+        };
+        auto zero_totals = [&]() {
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+#pragma unroll
+                for (int i = 0; i < FG_ACC; i++)
+                    total[h][i] = 0.0f;
+        };
+        if constexpr (!SK) {
+            for (int p = first; p < np; p += stride) {
+                const fg_tile tile = tile_of(p, mblocks, npairs_n, rank);
+                zero_totals();
+                run_blocks(0, kb, [&]() {
+                    if (p + stride < np) {
+                        tile_scales(tile_of(p + stride, mblocks, npairs_n, rank));
+                        load_scales();
+                    }
+                });
+                store_tile(tile);
+            }
+        } else {
+            /* slot sl of the workspace and its flag: a partial of each consumer of each CTA */
+            auto slot_of = [&](int sl) {
+                return ws + ((size_t)sl * FG_CLUSTER * 2 + rank * 2 + w) * FG_PART_FLOATS;
+            };
+            auto flag_of = [&](int sl) {
+                return flags + (size_t)sl * FG_CLUSTER * 2 + rank * 2 + w;
+            };
+            for (int j = 0;; j++) {
+                const fg_item item = item_of(j, first, kb, sp);
+                if (item.p < 0)
+                    break;
+                const fg_tile tile = tile_of(item.p, mblocks, npairs_n, rank);
+                zero_totals();
+                run_blocks(item.k0, item.k1, [&]() {
+                    const fg_item after = item_of(j + 1, first, kb, sp);
+                    if (after.p >= 0)
+                        start_scales(after.p, after.k0);
+                });
+                /* A piece that is not its pair's last: its partial sums go to its slot, this
+                 * warpgroup's 64 KB of it, 16 bytes a thread at a time (the owner reads them
+                 * back in the same order), then its flag says they are there: the
+                 * warpgroup's writes, then one thread's release. */
+                if (item.part >= 0) {
+                    float4 *dst = reinterpret_cast<float4 *>(slot_of(item.part)) + tid;
+#pragma unroll
+                    for (int h = 0; h < 2; h++)
+#pragma unroll
+                        for (int i = 0; i < FG_ACC / 4; i++)
+                            __stcg(dst + (h * FG_ACC / 4 + i) * 128,
+                                   make_float4(total[h][4 * i], total[h][4 * i + 1],
+                                               total[h][4 * i + 2], total[h][4 * i + 3]));
+                    warpgroup_sync(1 + w);
+                    if (tid == 0)
+                        asm volatile("fence.acq_rel.gpu;\n\t"
+                                     "st.relaxed.gpu.global.u32 [%0], %1;"
+                                     ::"l"(flag_of(item.part)), "r"(epoch) : "memory");
+                    continue;
+                }
+                /* The owner: the partial sums of the pair's other pieces, each once its flag
+                 * holds this launch's number (one thread waits, with acquire, and the
+                 * warpgroup's barrier passes that on), added in the order of their slots. */
+                for (int sl = item.lo; sl < item.hi; sl++) {
+                    if (tid == 0) {
+                        uint32_t seen;
+                        do
+                            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];"
+                                         : "=r"(seen) : "l"(flag_of(sl)) : "memory");
+                        while (seen != epoch);
+                    }
+                    warpgroup_sync(1 + w);
+                    const float4 *src = reinterpret_cast<const float4 *>(slot_of(sl)) + tid;
+#pragma unroll
+                    for (int h = 0; h < 2; h++)
+#pragma unroll
+                        for (int i = 0; i < FG_ACC / 4; i++) {
+                            const float4 v = __ldcg(src + (h * FG_ACC / 4 + i) * 128);
+                            total[h][4 * i] += v.x;
+                            total[h][4 * i + 1] += v.y;
+                            total[h][4 * i + 2] += v.z;
+                            total[h][4 * i + 3] += v.w;
+                        }
+                }
+                store_tile(tile);
+            }
         }
         /* the last stores have read this CTA's shared memory before it may go */
         if (threadIdx.x % 128 == 0)
@@ -422,6 +616,11 @@ void gemm_fp8_blockscaled(const uint8_t *d_a, const float *d_sa, const uint8_t *
     static int ready_dev = -1, max_clusters;
     int dev;
     CUDA_CHECK(cudaGetDevice(&dev));
+    if (dev < 0 || dev >= FG_MAX_DEVICES) {
+        fprintf(stderr, "gemm_fp8_blockscaled: device %d: this launcher keeps a workspace for "
+                        "devices 0 to %d only\n", dev, FG_MAX_DEVICES - 1);
+        exit(EXIT_FAILURE);
+    }
     if (dev != ready_dev) {
         int major, minor;
         CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
@@ -432,14 +631,17 @@ void gemm_fp8_blockscaled(const uint8_t *d_a, const float *d_sa, const uint8_t *
                     minor);
             exit(EXIT_FAILURE);
         }
-        CUDA_CHECK(cudaFuncSetAttribute(gemm_fp8_blockscaled_kernel,
+        CUDA_CHECK(cudaFuncSetAttribute(gemm_fp8_blockscaled_kernel<false>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, FG_SMEM));
+        CUDA_CHECK(cudaFuncSetAttribute(gemm_fp8_blockscaled_kernel<true>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, FG_SMEM));
         /* persistent: as many clusters as the GPU holds at once (a cluster's two SMs must be
          * in one GPC, so this can be fewer than half the SMs) */
         cudaLaunchAttribute attr;
         cudaLaunchConfig_t cfg = cluster_config(1, &attr);
         CUDA_CHECK(cudaOccupancyMaxActiveClusters(&max_clusters,
-                                                  (void *)gemm_fp8_blockscaled_kernel, &cfg));
+                                                  (void *)gemm_fp8_blockscaled_kernel<false>,
+                                                  &cfg));
         if (max_clusters < 1) {
             fprintf(stderr, "gemm_fp8_blockscaled: this device fits no cluster of %d CTAs of %d "
                             "bytes of shared memory\n", FG_CLUSTER, FG_SMEM);
@@ -470,9 +672,43 @@ void gemm_fp8_blockscaled(const uint8_t *d_a, const float *d_sa, const uint8_t *
                             n, n, 64, 64, CU_TENSOR_MAP_SWIZZLE_128B,
                             CU_TENSOR_MAP_L2_PROMOTION_NONE);
     const int pairs = cdiv(m, FG_BM) * cdiv(cdiv(n, FG_BN), FG_CLUSTER);
+    const int clusters = pairs < max_clusters ? pairs : max_clusters;
+    const fg_split sp = split_of(pairs, clusters, cdiv(k, FG_BK));
     cudaLaunchAttribute attr;
-    cudaLaunchConfig_t cfg = cluster_config(pairs < max_clusters ? pairs : max_clusters, &attr);
-    CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemm_fp8_blockscaled_kernel, map_a, map_b, map_d, d_sa,
-                                  d_sb, d_d, m, k, n, vec));
+    cudaLaunchConfig_t cfg = cluster_config(clusters, &attr);
+    /* the whole pairs (all of them, without a split) */
+    CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemm_fp8_blockscaled_kernel<false>, map_a, map_b, map_d,
+                                  d_sa, d_sb, d_d, m, k, n, vec, sp.dp, (float *)nullptr,
+                                  (uint32_t *)nullptr, 0u));
+    CUDA_CHECK(cudaGetLastError());
+    if (sp.segs == 0)
+        return;
+    /* The last round, in a launch of its own, so that the whole pairs' loop is compiled as if
+     * there were no pieces (with them in it, the compiler's choices in that loop cost more
+     * than the last round saves). Its workspace: a slot of partial sums and its flags a
+     * segment, kept for the device's later calls and grown when a call needs more. A flag
+     * says "this launch's partial is here" by holding the launch's number (epoch), so no
+     * launch has to clear them. */
+    static float *ws_of[FG_MAX_DEVICES];
+    static uint32_t *flags_of[FG_MAX_DEVICES];
+    static int slots_of[FG_MAX_DEVICES];
+    static uint32_t epoch_of[FG_MAX_DEVICES];
+    if (sp.segs > slots_of[dev]) {
+        if (ws_of[dev]) {
+            CUDA_CHECK(cudaFree(ws_of[dev]));
+            CUDA_CHECK(cudaFree(flags_of[dev]));
+        }
+        const size_t parts = (size_t)sp.segs * FG_CLUSTER * 2; /* a consumer of a CTA each */
+        CUDA_CHECK(cudaMalloc(&ws_of[dev], parts * FG_PART_FLOATS * sizeof(float)));
+        CUDA_CHECK(cudaMalloc(&flags_of[dev], parts * sizeof(uint32_t)));
+        CUDA_CHECK(cudaMemset(flags_of[dev], 0, parts * sizeof(uint32_t)));
+        slots_of[dev] = sp.segs;
+        epoch_of[dev] = 0;
+    }
+    if (++epoch_of[dev] == 0) /* after 2^32 launches: a flag of 0 would read as this one's */
+        epoch_of[dev] = 1;
+    CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemm_fp8_blockscaled_kernel<true>, map_a, map_b, map_d,
+                                  d_sa, d_sb, d_d, m, k, n, vec, 0, ws_of[dev], flags_of[dev],
+                                  epoch_of[dev]));
     CUDA_CHECK(cudaGetLastError());
 }
