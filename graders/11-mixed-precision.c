@@ -1689,21 +1689,13 @@ static void add_gemm_speed(Suite *s, int step, flow_fn yours)
 
 /* ---- bench rows of steps 3 and 4 ------------------------------------------------------------ */
 
-/* A pair's rows: the library and the step, timed in turns, G_BENCH_ROUNDS rounds of each (the
- * library first in a round), each timing gpu_time's median of 20 launches after 3. A row is
- * its kernel's median round, and carries that round's clocks. Timed one after the other, the
- * second would run on a card the first has warmed, nearer its power limit and at a lower
- * clock: the H200 holds its FP8 GEMMs to 1.4-1.5 GHz (HOPPER.md). Then the step's output of
- * its last launch is checked. GB/s over the bytes the operation must move. Returns the
- * ratio, the library's ms over the step's, or -1 when the step's output was wrong. */
+/* A pair's rows: the library and the step, timed in turns (flow_time_turns), G_BENCH_ROUNDS
+ * rounds of gpu_time's median of 20 launches after 3 each, the library first in a round; a row
+ * is its kernel's median round and carries that round's clocks (the H200 holds its FP8 GEMMs
+ * to 1.4-1.5 GHz under its power limit: HOPPER.md). Then the step's output of its last launch
+ * is checked. GB/s over the bytes the operation must move. Returns the ratio, the library's
+ * ms over the step's, or -1 when the step's output was wrong. */
 #define G_BENCH_ROUNDS 5
-
-static int cmp_timing(const void *a, const void *b)
-{
-    const double x = ((const struct timing *)a)->median_ms;
-    const double y = ((const struct timing *)b)->median_ms;
-    return (x > y) - (x < y);
-}
 
 static double g_bench_pair(struct results *out, struct gproblem *p, const char *lib,
                            flow_fn lib_fn, const char *step, flow_fn step_fn)
@@ -1720,23 +1712,14 @@ static double g_bench_pair(struct results *out, struct gproblem *p, const char *
         bytes[i] = s->op == G_FP8 ? mk + nk + 2 * mn
                  : fn[i] == (flow_fn)bf16_baseline ? 2 * mk + 2 * nk + 4 * mn
                                                    : 2 * mk + nk * (0.5 + 1.0 / MX_BLOCK) + 4 * mn;
-    struct timing t[2][G_BENCH_ROUNDS];
-    for (int r = 0; r < G_BENCH_ROUNDS; r++) {
-        for (int i = 0; i < 2; i++)
-            t[i][r] = flow_time(&GK, p, fn[i], 3, 20);
-        printf("%-18s round %d of %d: %s %.4f ms, %s %.4f ms (%.0f and %.0f MHz)\n", shape,
-               r + 1, G_BENCH_ROUNDS, lib, t[0][r].median_ms, step, t[1][r].median_ms,
-               t[0][r].clocks.sm_mhz, t[1][r].clocks.sm_mhz);
-        fflush(stdout);
-    }
+    struct timing mid[2];
+    flow_time_turns(&GK, p, 2, fn, name, shape, G_BENCH_ROUNDS, 3, 20, mid);
     if (g_bench_check(p, step, shape) != 0)
         return -1;
     double ms[2];
     for (int i = 0; i < 2; i++) {
-        qsort(t[i], G_BENCH_ROUNDS, sizeof t[i][0], cmp_timing);
-        const struct timing *mid = &t[i][G_BENCH_ROUNDS / 2];
-        ms[i] = mid->median_ms;
-        results_set_clocks(&mid->clocks);
+        ms[i] = mid[i].median_ms;
+        results_set_clocks(&mid[i].clocks);
         const double sec = ms[i] * 1e-3;
         results_row(out, CHAPTER, name[i], shape, ms[i], bytes[i] / sec / 1e9, flops / sec / 1e9);
         printf("%-18s %-18s %10.4f ms %9.1f GB/s %9.1f TFLOP/s (median round)\n", shape,

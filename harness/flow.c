@@ -325,6 +325,39 @@ struct timing flow_time(const struct flow_kind *k, void *p, flow_fn fn, int warm
     return gpu_time(run_launch, &l, warmup, reps);
 }
 
+static int cmp_timing(const void *a, const void *b)
+{
+    const double x = ((const struct timing *)a)->median_ms;
+    const double y = ((const struct timing *)b)->median_ms;
+    return (x > y) - (x < y);
+}
+
+void flow_time_turns(const struct flow_kind *k, void *p, int n, const flow_fn *fn,
+                     const char *const *name, const char *label, int rounds, int warmup,
+                     int reps, struct timing *median_round)
+{
+    struct timing *t = malloc((size_t)n * rounds * sizeof *t);
+    if (!t) {
+        fprintf(stderr, "flow_time_turns: out of host memory\n");
+        exit(EXIT_FAILURE);
+    }
+    for (int r = 0; r < rounds; r++) {
+        printf("%-18s round %d of %d:", label, r + 1, rounds);
+        for (int i = 0; i < n; i++) {
+            t[i * rounds + r] = flow_time(k, p, fn[i], warmup, reps);
+            printf(" %s %.4f ms (%.0f MHz)", name[i], t[i * rounds + r].median_ms,
+                   t[i * rounds + r].clocks.sm_mhz);
+        }
+        printf("\n");
+        fflush(stdout);
+    }
+    for (int i = 0; i < n; i++) {
+        qsort(t + i * rounds, (size_t)rounds, sizeof *t, cmp_timing);
+        median_round[i] = t[i * rounds + rounds / 2];
+    }
+    free(t);
+}
+
 double flow_time_row(const struct flow_kind *k, void *p, flow_fn fn, int check,
                      struct results *out, const char *chapter, const char *name,
                      const char *shape, double bytes, double flops, int warmup, int reps)

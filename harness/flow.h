@@ -195,6 +195,14 @@ struct flow_bench {
  * checked or written (flow_time_row below is this, the check and the row) */
 struct timing flow_time(const struct flow_kind *k, void *p, flow_fn fn, int warmup, int reps);
 
+/* n functions timed on p in turns (flow_time, fn[0] first in each round), `rounds` rounds, a
+ * line a round on stdout (under label, with each one's name); median_round[i] gets fn i's
+ * median round, its clocks with it. Timed one after the other, a later function would run on
+ * a card the earlier ones have warmed, nearer its power limit and at a lower clock. */
+void flow_time_turns(const struct flow_kind *k, void *p, int n, const flow_fn *fn,
+                     const char *const *name, const char *label, int rounds, int warmup,
+                     int reps, struct timing *median_round);
+
 /* One bench row: poison p, time fn on it (NULL: the kind's library) with gpu_time, check what
  * it wrote when check is 1 (kind->bench_check, which prints why it is wrong), then
  * results_row with GB/s over bytes and GFLOP/s over flops (0: none). Returns the median ms, or

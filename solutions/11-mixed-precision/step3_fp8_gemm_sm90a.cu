@@ -324,16 +324,11 @@ gemm_fp8_blockscaled_kernel(const __grid_constant__ CUtensorMap map_a,
          * r + 64, r + 72 of its 128; rows past m give 0, and their products are never stored),
          * then sb of the tile's n-block (a tile past n reads the last n-block's: its columns
          * are never stored either). pa and pb point at the next block's, `valid` says which
-         * rows exist; a block of k further is m floats further for sa, one for sb. */
+         * rows exist; a block of k further is m floats further for sa, one for sb.
+         * start_scales(p, k0) points them at block k0 of pair p's tile and loads its scales. */
         float next[5];
         const float *pa = sa, *pb = sb;
         unsigned valid = 0;
-        auto tile_scales = [&](const fg_tile &tile) {
-            const int row = tile.row0 + 128 * w + r;
-            pa = sa + row;
-            valid = (row < m) | (row + 8 < m) << 1 | (row + 64 < m) << 2 | (row + 72 < m) << 3;
-            pb = sb + (size_t)min(tile.nb, nblocks - 1) * kb;
-        };
         auto load_scales = [&]() {
             next[0] = valid & 1 ? __ldg(pa) : 0.0f;
             next[1] = valid & 2 ? __ldg(pa + 8) : 0.0f;
@@ -350,19 +345,18 @@ gemm_fp8_blockscaled_kernel(const __grid_constant__ CUtensorMap map_a,
             part[i] = 0.0f;
         fence_acc(part);
 
-        /* tile p's scales of block k0 first */
         auto start_scales = [&](int p, int k0) {
-            tile_scales(tile_of(p, mblocks, npairs_n, rank));
-            pa += (size_t)k0 * m;
-            pb += k0;
+            const fg_tile tile = tile_of(p, mblocks, npairs_n, rank);
+            const int row = tile.row0 + 128 * w + r;
+            pa = sa + (size_t)k0 * m + row;
+            valid = (row < m) | (row + 8 < m) << 1 | (row + 64 < m) << 2 | (row + 72 < m) << 3;
+            pb = sb + (size_t)min(tile.nb, nblocks - 1) * kb + k0;
             load_scales();
         };
         fg_split sp = {};
         if constexpr (!SK) {
-            if (first < np) {
-                tile_scales(tile_of(first, mblocks, npairs_n, rank));
-                load_scales();
-            }
+            if (first < np)
+                start_scales(first, 0);
         } else {
             sp = split_of(npairs, stride, kb);
             const fg_item i0 = item_of(0, first, kb, sp);
@@ -507,10 +501,8 @@ gemm_fp8_blockscaled_kernel(const __grid_constant__ CUtensorMap map_a,
                 const fg_tile tile = tile_of(p, mblocks, npairs_n, rank);
                 zero_totals();
                 run_blocks(0, kb, [&]() {
-                    if (p + stride < np) {
-                        tile_scales(tile_of(p + stride, mblocks, npairs_n, rank));
-                        load_scales();
-                    }
+                    if (p + stride < np)
+                        start_scales(p + stride, 0);
                 });
                 store_tile(tile);
             }
