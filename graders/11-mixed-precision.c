@@ -29,8 +29,8 @@
  *                against chapter 07's copy kernel on the same fp32 bytes, in the same run
  *   grade --bench F  every launcher at n = 2^26 and the copy; step 3 and cuBLASLt at 4096^3
  *                    and 8192^3; step 4 and cuBLAS BF16 at m = 1 to 16, k = n = 8192 (each
- *                    pair timed in 5 alternating rounds, a row its median round); as
- *                    tab-separated rows (GPU)
+ *                    pair timed in 5 alternating rounds, both rows from the round of the
+ *                    median ratio); as tab-separated rows (GPU)
  */
 #include <float.h>
 #include <math.h>
@@ -1690,9 +1690,10 @@ static void add_gemm_speed(Suite *s, int step, flow_fn yours)
 /* ---- bench rows of steps 3 and 4 ------------------------------------------------------------ */
 
 /* A pair's rows: the library and the step, timed in turns (flow_time_turns), G_BENCH_ROUNDS
- * rounds of gpu_time's median of 20 launches after 3 each, the library first in a round; a row
- * is its kernel's median round and carries that round's clocks (the H200 holds its FP8 GEMMs
- * to 1.4-1.5 GHz under its power limit: HOPPER.md). Then the step's output of its last launch
+ * rounds of gpu_time's median of 20 launches after 3 each, the library first in a round; both
+ * rows come from one round, the one whose ratio is the median, and carry that round's clocks
+ * (the H200 holds its FP8 GEMMs to 1.4-1.5 GHz under its power limit, HOPPER.md, and a round
+ * at 1.98 GHz beside one at 1.4 would make a ratio of clocks, not of kernels). Then the step's output of its last launch
  * is checked. GB/s over the bytes the operation must move. Returns the ratio, the library's
  * ms over the step's, or -1 when the step's output was wrong. */
 #define G_BENCH_ROUNDS 5

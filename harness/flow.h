@@ -196,10 +196,15 @@ struct flow_bench {
 struct timing flow_time(const struct flow_kind *k, void *p, flow_fn fn, int warmup, int reps);
 
 /* n functions timed on p in turns (flow_time, fn[0] first in each round), `rounds` rounds, a
- * line a round on stdout (under label, with each one's name); median_round[i] gets fn i's
- * median round, its clocks with it. Timed one after the other, a later function would run on
- * a card the earlier ones have warmed, nearer its power limit and at a lower clock. */
-void flow_time_turns(const struct flow_kind *k, void *p, int n, const flow_fn *fn,
+ * line a round on stdout (under label, with each one's name). median_round[i] gets fn i's
+ * timing in the median round, the same round for every i: the rounds ranked by the others'
+ * times over fn[0]'s (for n = 2 the ratio of the pair; for more, the geometric mean of the
+ * ratios), so that the ratio reported is that of two timings taken one after the other at the
+ * same clocks, each with its own. Timed one after the other in a single round each, a later
+ * function would run on a card the earlier ones have warmed, nearer its power limit and at a
+ * lower clock; and each function's own median round could come from a different round, at a
+ * different clock, than its partner's. Returns the median round's index (from 0). */
+int flow_time_turns(const struct flow_kind *k, void *p, int n, const flow_fn *fn,
                      const char *const *name, const char *label, int rounds, int warmup,
                      int reps, struct timing *median_round);
 
