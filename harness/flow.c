@@ -5,7 +5,6 @@
 #include <emu_memory.h>
 #endif
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -326,51 +325,30 @@ struct timing flow_time(const struct flow_kind *k, void *p, flow_fn fn, int warm
     return gpu_time(run_launch, &l, warmup, reps);
 }
 
-/* a round of flow_time_turns and its rank: the log of the others' times over fn[0]'s */
-struct turn_rank {
-    int round;
-    double log_ratio;
-};
-
-static int cmp_turn_rank(const void *a, const void *b)
-{
-    const double x = ((const struct turn_rank *)a)->log_ratio;
-    const double y = ((const struct turn_rank *)b)->log_ratio;
-    return (x > y) - (x < y);
-}
-
 int flow_time_turns(const struct flow_kind *k, void *p, int n, const flow_fn *fn,
                     const char *const *name, const char *label, int rounds, int warmup,
-                    int reps, struct timing *median_round)
+                    int reps, struct timing *median_round_out)
 {
-    struct timing *t = malloc((size_t)n * rounds * sizeof *t);
-    struct turn_rank *rank = malloc((size_t)rounds * sizeof *rank);
-    if (!t || !rank) {
-        fprintf(stderr, "flow_time_turns: out of host memory\n");
-        exit(EXIT_FAILURE);
-    }
+    struct timing *t = xmalloc((size_t)n * rounds * sizeof *t);
+    double *ms = xmalloc((size_t)n * rounds * sizeof *ms);
     for (int r = 0; r < rounds; r++) {
         printf("%-18s round %d of %d:", label, r + 1, rounds);
-        rank[r].round = r;
-        rank[r].log_ratio = 0.0;
         for (int i = 0; i < n; i++) {
             t[i * rounds + r] = flow_time(k, p, fn[i], warmup, reps);
+            ms[i * rounds + r] = t[i * rounds + r].median_ms;
             printf(" %s %.4f ms (%.0f MHz)", name[i], t[i * rounds + r].median_ms,
                    t[i * rounds + r].clocks.sm_mhz);
-            if (i > 0)
-                rank[r].log_ratio += log(t[i * rounds + r].median_ms / t[r].median_ms);
         }
         if (n == 2)
-            printf("  %s / %s = %.3f", name[1], name[0], t[r].median_ms / t[rounds + r].median_ms);
+            printf("  %s / %s = %.3f", name[1], name[0], ms[r] / ms[rounds + r]);
         printf("\n");
         fflush(stdout);
     }
-    qsort(rank, (size_t)rounds, sizeof *rank, cmp_turn_rank);
-    const int mid = rank[rounds / 2].round;
+    const int mid = median_round(ms, n, rounds);
     for (int i = 0; i < n; i++)
-        median_round[i] = t[i * rounds + mid];
+        median_round_out[i] = t[i * rounds + mid];
     printf("%-18s the median round: %d\n", label, mid + 1);
-    free(rank);
+    free(ms);
     free(t);
     return mid;
 }

@@ -196,7 +196,7 @@ struct flow_bench {
 struct timing flow_time(const struct flow_kind *k, void *p, flow_fn fn, int warmup, int reps);
 
 /* n functions timed on p in turns (flow_time, fn[0] first in each round), `rounds` rounds, a
- * line a round on stdout (under label, with each one's name). median_round[i] gets fn i's
+ * line a round on stdout (under label, with each one's name). median_round_out[i] gets fn i's
  * timing in the median round, the same round for every i: the rounds ranked by the others'
  * times over fn[0]'s (for n = 2 the ratio of the pair; for more, the geometric mean of the
  * ratios), so that the ratio reported is that of two timings taken one after the other at the
@@ -205,8 +205,8 @@ struct timing flow_time(const struct flow_kind *k, void *p, flow_fn fn, int warm
  * lower clock; and each function's own median round could come from a different round, at a
  * different clock, than its partner's. Returns the median round's index (from 0). */
 int flow_time_turns(const struct flow_kind *k, void *p, int n, const flow_fn *fn,
-                     const char *const *name, const char *label, int rounds, int warmup,
-                     int reps, struct timing *median_round);
+                    const char *const *name, const char *label, int rounds, int warmup,
+                    int reps, struct timing *median_round_out);
 
 /* One bench row: poison p, time fn on it (NULL: the kind's library) with gpu_time, check what
  * it wrote when check is 1 (kind->bench_check, which prints why it is wrong), then

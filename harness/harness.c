@@ -295,6 +295,35 @@ double median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* a round and its rank, for median_round */
+struct round_rank {
+    int round;
+    double log_ratio;
+};
+
+static int cmp_round_rank(const void *a, const void *b)
+{
+    const struct round_rank *x = a, *y = b;
+    if (x->log_ratio != y->log_ratio)
+        return (x->log_ratio > y->log_ratio) - (x->log_ratio < y->log_ratio);
+    return (x->round > y->round) - (x->round < y->round); /* ties: the earlier round first */
+}
+
+int median_round(const double *ms, int n, int rounds)
+{
+    struct round_rank *rank = xmalloc((size_t)rounds * sizeof *rank);
+    for (int r = 0; r < rounds; r++) {
+        rank[r].round = r;
+        rank[r].log_ratio = 0.0;
+        for (int i = 1; i < n; i++)
+            rank[r].log_ratio += log(ms[i * rounds + r] / ms[r]);
+    }
+    qsort(rank, (size_t)rounds, sizeof *rank, cmp_round_rank);
+    const int mid = rank[rounds / 2].round;
+    free(rank);
+    return mid;
+}
+
 /* ---- clocks ----------------------------------------------------------------------------- */
 
 struct clocks clocks_summary(double *sm_mhz, int n, const double *watts, int nw)

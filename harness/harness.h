@@ -98,6 +98,13 @@ double fp32_dot_rtol(int k);
 /* Median of n values (n >= 1); v is reordered. */
 double median(double *v, int n);
 
+/* The median round of n functions timed in turns: ms[i * rounds + r] is function i's time in
+ * round r (n >= 2, rounds >= 1). Each round is ranked by the others' times over function 0's
+ * (for n = 2 the pair's ratio; for more, the geometric mean of the ratios), and the index of
+ * the round ranked in the middle is returned (the upper middle for an even count), so that a
+ * ratio is read from two timings of one round, never from each one's median of its own. */
+int median_round(const double *ms, int n, int rounds);
+
 /* ---- clocks ----------------------------------------------------------------------------- */
 
 /* What the SM clock and the board's power were while a timed loop ran: gpu.h's gpu_time samples

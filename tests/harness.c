@@ -318,6 +318,29 @@ START_TEST(median_odd_and_even)
 }
 END_TEST
 
+/* The ratio of a pair timed in turns comes from one round. The times are the H200's, library
+ * then step, at 8192^3 in five rounds while the clock fell under the power limit: the median
+ * ratio is round 5's (0.8554 / 0.9817 = 0.871), where each kernel's own median time (0.8190
+ * from round 3, 0.9817 from round 5) would give 0.834, a ratio no round measured. */
+START_TEST(median_round_takes_one_round_of_the_median_ratio)
+{
+    const double pair[2 * 5] = { 0.7624, 0.7849, 0.8190, 0.8753, 0.8554,
+                                 0.8862, 0.8868, 1.0046, 1.0029, 0.9817 };
+    ck_assert_int_eq(median_round(pair, 2, 5), 4);
+    /* the same rounds in another order: the same round is chosen */
+    const double shuffled[2 * 5] = { 0.8554, 0.8190, 0.7624, 0.8753, 0.7849,
+                                     0.9817, 1.0046, 0.8862, 1.0029, 0.8868 };
+    ck_assert_int_eq(median_round(shuffled, 2, 5), 0);
+    /* three functions: the geometric mean of the two ratios ranks a round; round 1 has ratios
+     * 2 and 2, round 0 has 1 and 1, round 2 has 8 and 8 */
+    const double three[3 * 3] = { 1, 1, 1, 1, 2, 8, 1, 2, 8 };
+    ck_assert_int_eq(median_round(three, 3, 3), 1);
+    /* one round: that round */
+    const double once[2] = { 1.0, 3.0 };
+    ck_assert_int_eq(median_round(once, 2, 1), 0);
+}
+END_TEST
+
 START_TEST(cdiv_rounds_up)
 {
     ck_assert_int_eq(cdiv(1, 32), 1);
@@ -571,6 +594,7 @@ int main(void)
 
     tc = tcase_create("stats");
     tcase_add_test(tc, median_odd_and_even);
+    tcase_add_test(tc, median_round_takes_one_round_of_the_median_ratio);
     tcase_add_test(tc, cdiv_rounds_up);
     tcase_add_test(tc, results_writes_header_and_rows);
     tcase_add_test(tc, clocks_summary_takes_median_extremes_and_mean);
