@@ -1693,9 +1693,9 @@ static void add_gemm_speed(Suite *s, int step, flow_fn yours)
  * rounds of gpu_time's median of 20 launches after 3 each, the library first in a round; both
  * rows come from one round, the one whose ratio is the median, and carry that round's clocks
  * (the H200 holds its FP8 GEMMs to 1.4-1.5 GHz under its power limit, HOPPER.md, and a round
- * at 1.98 GHz beside one at 1.4 would make a ratio of clocks, not of kernels). Then the step's output of its last launch
- * is checked. GB/s over the bytes the operation must move. Returns the ratio, the library's
- * ms over the step's, or -1 when the step's output was wrong. */
+ * at 1.98 GHz beside one at 1.4 would make a ratio of clocks, not of kernels). Then the step's
+ * output of its last launch is checked. GB/s over the bytes the operation must move. Returns
+ * the ratio, the library's ms over the step's, or -1 when the step's output was wrong. */
 #define G_BENCH_ROUNDS 5
 
 static double g_bench_pair(struct results *out, struct gproblem *p, const char *lib,
