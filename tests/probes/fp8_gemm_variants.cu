@@ -149,7 +149,8 @@ int main(int argc, char **argv)
             launch(v);
             CUDA_CHECK(cudaGetLastError());
             CUDA_CHECK(cudaDeviceSynchronize());
-            CUDA_CHECK(cudaMemcpy(v ? got.data() : first.data(), dd, mn * 2, cudaMemcpyDeviceToHost));
+            CUDA_CHECK(cudaMemcpy(v ? got.data() : first.data(), dd, mn * 2,
+                                  cudaMemcpyDeviceToHost));
             if (v) {
                 size_t diff = 0;
                 for (size_t i = 0; i < mn; i++)
