@@ -6,7 +6,8 @@
 // the other instead, a later kernel would meet a card the earlier ones have warmed, nearer its
 // power limit (the H200 holds its FP8 GEMMs to 1.4-1.5 GHz at 8192^3). Before timing, every
 // variant's output is compared bit for bit with the first variant's, on the same random e4m3
-// inputs and scales, and the count of differing elements printed.
+// inputs and scales (the harness's generator: fresh each run, SEED=... to repeat one), and the
+// count of differing elements printed.
 //
 // Rows (tab-separated, to the file named by the first argument, with a header):
 //   design shape run ms tflops sm_mhz watts ratio
@@ -47,20 +48,8 @@ typedef void (*fp8_fn)(const uint8_t *, const float *, const uint8_t *, const fl
 VARIANTS
 #undef V
 
-static uint32_t g_state = 12345;
-static uint32_t next_u32()
-{
-    g_state ^= g_state << 13;
-    g_state ^= g_state >> 17;
-    g_state ^= g_state << 5;
-    return g_state;
-}
-
-static double median_of(std::vector<double> v)
-{
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
+// the harness's median (it reorders its input: a copy)
+static double median_of(std::vector<double> v) { return median(v.data(), (int)v.size()); }
 
 int main(int argc, char **argv)
 {
@@ -103,6 +92,8 @@ int main(int argc, char **argv)
         return 1;
     }
     fprintf(out, "design\tshape\trun\tms\ttflops\tsm_mhz\twatts\tratio\n");
+    struct rng r;
+    rng_init(&r, harness_seed()); // fresh inputs each run unless a seed is set
     for (int size : sizes) {
         const int m = size, k = size, n = size, kb = k / 128;
         const size_t mk = (size_t)m * k, nk = (size_t)n * k, mn = (size_t)m * n;
@@ -111,15 +102,15 @@ int main(int argc, char **argv)
         std::vector<uint8_t> *ab[2] = { &a, &b };
         for (auto *vec : ab)
             for (auto &x : *vec) {
-                x = (uint8_t)(next_u32() & 0xff);
+                x = (uint8_t)(rng_next(&r) & 0xff);
                 if ((x & 0x7f) == 0x7f)
                     x ^= 1;
             }
         std::vector<float> sa((size_t)kb * m), sb((size_t)(n / 128) * kb);
         for (auto &x : sa)
-            x = 0.5f + (float)(next_u32() % 1024) / 1024.0f;
+            x = (float)rng_uniform(&r, 0.5, 1.5);
         for (auto &x : sb)
-            x = 0.5f + (float)(next_u32() % 1024) / 1024.0f;
+            x = (float)rng_uniform(&r, 0.5, 1.5);
         uint8_t *da, *db;
         float *dsa, *dsb, *one;
         uint16_t *dd;
