@@ -1102,7 +1102,7 @@ static void add_speed(Suite *s, int k)
  * the scales, is exact but for double's rounding. */
 
 enum gop { G_FP8, G_MX4 };
-enum gvec { GV_RANDOM, GV_PROMOTE, GV_NANSCALE };
+enum gvec { GV_RANDOM, GV_PROMOTE, GV_NANSCALE, GV_WIDEX };
 
 struct gshape {
     int op, m, k, n;
@@ -1130,7 +1130,7 @@ static void g_shape_name(const void *shape, char *buf, size_t len)
 {
     const struct gshape *s = shape;
     static const char *const VEC[] = { "", ", non-negative products under one scale",
-                                       ", NaN scales" };
+                                       ", NaN scales", ", x from 2^-40 to 2^40" };
     snprintf(buf, len, "%s %dx%dx%d%s", s->op == G_FP8 ? "gemm_fp8_blockscaled"
                                                        : "gemm_mxfp4_bf16",
              s->m, s->k, s->n, VEC[s->vec]);
@@ -1311,8 +1311,11 @@ static void g_fill_inputs(void *pp, struct rng *r)
             to_device(p->d_sbt, p->h_sb, 4);
         }
     } else {
-        for (size_t i = 0; i < m * k; i += 16) { /* runs of 16 of one magnitude */
-            double mag = exp2(rng_uniform(r, -3, 3));
+        /* runs of 16 of one magnitude: 2^-3 .. 2^3, or for GV_WIDEX 2^-40 .. 2^40, past fp16's
+         * largest (65504) and below its smallest normal (2^-14), two runs a block of 32 apart
+         * by up to 2^80 */
+        for (size_t i = 0; i < m * k; i += 16) {
+            double e = s->vec == GV_WIDEX ? 40 : 3, mag = exp2(rng_uniform(r, -e, e));
             for (size_t j = i; j < i + 16 && j < m * k; j++)
                 p->h_x[j] = bf16_of((float)(mag * rng_uniform(r, -1, 1)));
         }
@@ -1597,23 +1600,26 @@ static const struct gshape FP8_SHAPES[] = {
 static const struct flow_shapes FP8_LIST = { FP8_SHAPES, FP8_SHAPES, 7, .plain_titles = 1 };
 
 /* Step 4's: small m, and more than 16 rows; k of one block to many; n partial in a block of 8
- * warps; NaN scales; on a GPU also the speed test's shape and m = 16 at it (the CPU backend
- * grades 1x8192x512 and 16x4096x256 in their place) */
+ * warps; NaN scales, at m = 4 and at m = 1; x over a range wider than fp16's; on a GPU also the
+ * speed test's shape and m = 16 at it (the CPU backend grades 1x8192x512 and 16x4096x256 in
+ * their place) */
 static const struct gshape MX4_GPU[] = {
     { G_MX4, 1, 32, 1, GV_RANDOM, 0 },      { G_MX4, 3, 96, 7, GV_RANDOM, 0 },
     { G_MX4, 16, 1024, 130, GV_RANDOM, 0 }, { G_MX4, 5, 2048, 257, GV_RANDOM, 0 },
     { G_MX4, 17, 512, 64, GV_RANDOM, 0 },   { G_MX4, 4, 256, 100, GV_NANSCALE, 0 },
-    { G_MX4, 1, 4096, 1000, GV_RANDOM, 0 }, { G_MX4, 1, 8192, 8192, GV_RANDOM, 0 },
-    { G_MX4, 16, 8192, 8192, GV_RANDOM, 0 },
+    { G_MX4, 1, 1024, 70, GV_NANSCALE, 0 }, { G_MX4, 1, 2048, 100, GV_WIDEX, 0 },
+    { G_MX4, 3, 512, 40, GV_WIDEX, 0 },     { G_MX4, 1, 4096, 1000, GV_RANDOM, 0 },
+    { G_MX4, 1, 8192, 8192, GV_RANDOM, 0 }, { G_MX4, 16, 8192, 8192, GV_RANDOM, 0 },
 };
 static const struct gshape MX4_CPU[] = {
     { G_MX4, 1, 32, 1, GV_RANDOM, 0 },      { G_MX4, 3, 96, 7, GV_RANDOM, 0 },
     { G_MX4, 16, 1024, 130, GV_RANDOM, 0 }, { G_MX4, 5, 2048, 257, GV_RANDOM, 0 },
     { G_MX4, 17, 512, 64, GV_RANDOM, 0 },   { G_MX4, 4, 256, 100, GV_NANSCALE, 0 },
-    { G_MX4, 1, 4096, 1000, GV_RANDOM, 0 }, { G_MX4, 1, 8192, 512, GV_RANDOM, 0 },
-    { G_MX4, 16, 4096, 256, GV_RANDOM, 0 },
+    { G_MX4, 1, 1024, 70, GV_NANSCALE, 0 }, { G_MX4, 1, 2048, 100, GV_WIDEX, 0 },
+    { G_MX4, 3, 512, 40, GV_WIDEX, 0 },     { G_MX4, 1, 4096, 1000, GV_RANDOM, 0 },
+    { G_MX4, 1, 8192, 512, GV_RANDOM, 0 },  { G_MX4, 16, 4096, 256, GV_RANDOM, 0 },
 };
-static const struct flow_shapes MX4_LIST = { MX4_GPU, MX4_CPU, 9, .plain_titles = 1 };
+static const struct flow_shapes MX4_LIST = { MX4_GPU, MX4_CPU, 12, .plain_titles = 1 };
 
 /* ---- speed (GPU only) ------------------------------------------------------------------------
  *
