@@ -351,7 +351,13 @@ gemm_mxfp4_kernel(const uint16_t *__restrict__ x, const uint8_t *__restrict__ wq
 #ifdef HARNESS_EMU
     const uint32_t ring_s = 0;
 #else
-    const uint32_t ring_s = (uint32_t)__cvta_generic_to_shared(ring_g);
+    /* as a number made once, through an instruction the compiler cannot see into: from the
+     * pointer, it would read the CTA's place in the cluster (S2R SR_CgaCtaId) and make the
+     * shared address anew at every turn's copies, some 20 instructions of a turn's 285 */
+    uint32_t ring_s;
+    asm volatile("mov.b32 %0, %1;"
+                 : "=r"(ring_s)
+                 : "r"((uint32_t)__cvta_generic_to_shared(ring_g)));
 #endif
     const int turns = cdiv(kblocks, T);
     const int mine = warp < turns ? cdiv(turns - warp, GV_WARPS) : 0;
