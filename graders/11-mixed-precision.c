@@ -1600,15 +1600,17 @@ static const struct gshape FP8_SHAPES[] = {
 static const struct flow_shapes FP8_LIST = { FP8_SHAPES, FP8_SHAPES, 7, .plain_titles = 1 };
 
 /* Step 4's: small m, and more than 16 rows; k of one block to many; n partial in a block of 8
- * warps; NaN scales, at m = 4 and at m = 1; x over a range wider than fp16's; on a GPU also the
- * speed test's shape and m = 16 at it (the CPU backend grades 1x8192x512 and 16x4096x256 in
+ * warps; NaN scales, at m = 4 and at m = 1; x over a range wider than fp16's; m = 1 with a last
+ * turn of one block and warps of 3 turns and of 2 (1x2080x33), and at a k twice the speed test's
+ * (1x16384x40); on a GPU also the speed test's shape and m = 16 at it (the CPU backend grades 1x8192x512 and 16x4096x256 in
  * their place) */
 static const struct gshape MX4_GPU[] = {
     { G_MX4, 1, 32, 1, GV_RANDOM, 0 },      { G_MX4, 3, 96, 7, GV_RANDOM, 0 },
     { G_MX4, 16, 1024, 130, GV_RANDOM, 0 }, { G_MX4, 5, 2048, 257, GV_RANDOM, 0 },
     { G_MX4, 17, 512, 64, GV_RANDOM, 0 },   { G_MX4, 4, 256, 100, GV_NANSCALE, 0 },
     { G_MX4, 1, 1024, 70, GV_NANSCALE, 0 }, { G_MX4, 1, 2048, 100, GV_WIDEX, 0 },
-    { G_MX4, 3, 512, 40, GV_WIDEX, 0 },     { G_MX4, 1, 4096, 1000, GV_RANDOM, 0 },
+    { G_MX4, 3, 512, 40, GV_WIDEX, 0 },     { G_MX4, 1, 2080, 33, GV_RANDOM, 0 },
+    { G_MX4, 1, 4096, 1000, GV_RANDOM, 0 }, { G_MX4, 1, 16384, 40, GV_RANDOM, 0 },
     { G_MX4, 1, 8192, 8192, GV_RANDOM, 0 }, { G_MX4, 16, 8192, 8192, GV_RANDOM, 0 },
 };
 static const struct gshape MX4_CPU[] = {
@@ -1616,10 +1618,11 @@ static const struct gshape MX4_CPU[] = {
     { G_MX4, 16, 1024, 130, GV_RANDOM, 0 }, { G_MX4, 5, 2048, 257, GV_RANDOM, 0 },
     { G_MX4, 17, 512, 64, GV_RANDOM, 0 },   { G_MX4, 4, 256, 100, GV_NANSCALE, 0 },
     { G_MX4, 1, 1024, 70, GV_NANSCALE, 0 }, { G_MX4, 1, 2048, 100, GV_WIDEX, 0 },
-    { G_MX4, 3, 512, 40, GV_WIDEX, 0 },     { G_MX4, 1, 4096, 1000, GV_RANDOM, 0 },
+    { G_MX4, 3, 512, 40, GV_WIDEX, 0 },     { G_MX4, 1, 2080, 33, GV_RANDOM, 0 },
+    { G_MX4, 1, 4096, 1000, GV_RANDOM, 0 }, { G_MX4, 1, 16384, 40, GV_RANDOM, 0 },
     { G_MX4, 1, 8192, 512, GV_RANDOM, 0 },  { G_MX4, 16, 4096, 256, GV_RANDOM, 0 },
 };
-static const struct flow_shapes MX4_LIST = { MX4_GPU, MX4_CPU, 12, .plain_titles = 1 };
+static const struct flow_shapes MX4_LIST = { MX4_GPU, MX4_CPU, 14, .plain_titles = 1 };
 
 /* ---- speed (GPU only) ------------------------------------------------------------------------
  *

@@ -8,38 +8,13 @@
 #   tests/probes/fp8_gemm_variants.sh reference: pdl:@my_step3.cu
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-if (($# == 0)); then
-    echo "usage: $0 NAME:[DEFS][@SOURCE] ..." >&2
-    exit 2
-fi
-NVCC=${NVCC:-nvcc}
-dir=build/cuda/probes
-need=(build/cuda/chapters/11-mixed-precision/cublaslt_fp8_gpu.o build/cuda/harness/gpu.o
-      build/cuda/harness/harness.o)
-for f in "${need[@]}"; do
-    [[ -f $f ]] || { echo "$0: $f is missing: make B=cuda build/cuda/chapters/11-mixed-precision/grade" >&2; exit 1; }
-done
-mkdir -p "$dir"
-flags=(-std=c++17 -O3 -lineinfo -gencode "arch=compute_90a,code=sm_90a" -Iharness
-       -Ichapters/11-mixed-precision -Isolutions/11-mixed-precision)
-objs=() variants="" pids=()
-for spec in "$@"; do
-    name=${spec%%:*}
-    [[ $name =~ ^[A-Za-z_][A-Za-z0-9_]*$ && $spec == *:* ]] ||
-        { echo "$0: '$spec' is not NAME:[DEFS][@SOURCE] with NAME a C identifier" >&2; exit 2; }
-    rest=${spec#*:} src=solutions/11-mixed-precision/step3_fp8_gemm_sm90a.cu
-    defs=${rest%%@*}
-    [[ $rest == *@* ]] && src=${rest#*@}
-    [[ -f $src ]] || { echo "$0: no such source: $src" >&2; exit 1; }
-    # shellcheck disable=SC2086 # DEFS is a list of -D flags
-    "$NVCC" "${flags[@]}" $defs "-Dgemm_fp8_blockscaled=$name" -c "$src" -o "$dir/$name.o" &
-    pids+=($!) objs+=("$dir/$name.o") variants="$variants V($name)"
-done
-for p in "${pids[@]}"; do
-    wait "$p"
-done
-"$NVCC" "${flags[@]}" "-DVARIANTS=$variants" -c tests/probes/fp8_gemm_variants.cu \
-    -o "$dir/fp8_gemm_variants.o"
-"$NVCC" -o "$dir/fp8_gemm_variants" "$dir/fp8_gemm_variants.o" "${objs[@]}" "${need[@]}" \
-    -lcublasLt -lcublas -lcuda
-echo "built $dir/fp8_gemm_variants:$variants"
+# shellcheck source=tests/probes/variants.sh
+source tests/probes/variants.sh
+V_NAME=fp8_gemm_variants V_LAUNCHER=gemm_fp8_blockscaled
+V_SRC=solutions/11-mixed-precision/step3_fp8_gemm_sm90a.cu
+V_FLAGS=(-std=c++17 -O3 -lineinfo -gencode "arch=compute_90a,code=sm_90a" -Iharness
+         -Ichapters/11-mixed-precision -Isolutions/11-mixed-precision)
+V_NEED=(build/cuda/chapters/11-mixed-precision/cublaslt_fp8_gpu.o build/cuda/harness/gpu.o
+        build/cuda/harness/harness.o)
+V_LIBS=(-lcublasLt -lcublas -lcuda)
+build_variants "$@"
