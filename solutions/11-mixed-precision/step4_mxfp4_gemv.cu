@@ -77,9 +77,10 @@
  * 256 bytes a turn come from L2 in the same group as the codes, and every turn waits for them:
  * slower, at m = 1, than loads into registers issued before the wait.
  *
- * Expect: at m = 1, 32 warps an SM; the instructions of a turn about a seventh fewer than with
- * a shared load a word and each lane's own scale lookups (about 290 against 338), and the time
- * about that much nearer DRAM's, the rest from the shallower ring.
+ * Expect: at m = 1, 32 warps an SM; the instructions of a turn about a fifth fewer than with
+ * a shared load a word and each lane's own scale lookups (about 265 against 338, the ring's
+ * shared address made once), and the time nearer DRAM's, some of it from the shallower ring;
+ * a plain read of the same bytes still faster by about a fifth (the lesson's measurements).
  */
 #include <stddef.h>
 #include <stdint.h>
