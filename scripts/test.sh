@@ -18,7 +18,8 @@
 #      every grader, and the partial rows of a grade cut short (tests/bound.sh); the judge's
 #      schedule on a GPU, where what it times runs alone (tests/judge.sh); kernel files that
 #      define what the grader's libraries define, refused (tests/symbols.sh); objects rebuilt
-#      from content, not times (tests/stamps.sh)
+#      from content, not times (tests/stamps.sh); the measured designs kept as patches still
+#      apply to their steps (tests/probe_patches.sh)
 #   6. isolation (tests/isolation.c): a hanging, a crashing, a NaN-, Inf- and unwritten-output,
 #      and an overrunning kernel each fail one test of a demo grader, which goes on and keeps
 #      its results file row by row; on the CPU backend, and on a GPU when one answers; and the
@@ -157,6 +158,8 @@ step "every grade is bounded from outside; a grade cut short is marked partial" 
 step "the judge on a GPU runs what it times alone, the rest several at a time" tests/judge.sh
 step "a kernel file that defines a function of the grader's libraries is refused" tests/symbols.sh
 step "objects rebuild from content: a file put back with an older time is rebuilt" tests/stamps.sh
+step "the designs the lessons measure, kept as patches, still apply to their steps" \
+    tests/probe_patches.sh
 step "the profiler's Nsight Compute side: CSV samples, a dry run with a stand-in ncu" \
     tests/ncu_table.sh
 
