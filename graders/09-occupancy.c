@@ -37,7 +37,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <cuda_occupancy.h>
 #include <cuda_runtime_api.h>
@@ -1528,12 +1527,8 @@ static int bench(const char *path)
     }
     /* "# device:" only where something ran on one: the book's caption says "measured on" only
      * of a file that names a device */
-    if (on_gpu) {
-        char date[32];
-        time_t now = time(NULL);
-        strftime(date, sizeof date, "%Y-%m-%d", gmtime(&now));
-        fprintf(f, "# device: %s\n# driver: %s\n# date: %s\n", info.name, info.driver, date);
-    }
+    if (on_gpu)
+        results_provenance(f, info.name, info.driver);
     fprintf(f, "# what: rows occupancy:* are the CUDA toolkit's occupancy calculator "
                "(cuda_occupancy.h) on the limits of chapters/09-occupancy/devices.cu, computed, "
                "not measured%s\n"

@@ -1602,8 +1602,8 @@ static const struct flow_shapes FP8_LIST = { FP8_SHAPES, FP8_SHAPES, 7, .plain_t
 /* Step 4's: small m, and more than 16 rows; k of one block to many; n partial in a block of 8
  * warps; NaN scales, at m = 4 and at m = 1; x over a range wider than fp16's; m = 1 with a last
  * turn of one block and warps of 3 turns and of 2 (1x2080x33), and at a k twice the speed test's
- * (1x16384x40); on a GPU also the speed test's shape and m = 16 at it (the CPU backend grades 1x8192x512 and 16x4096x256 in
- * their place) */
+ * (1x16384x40); on a GPU also the speed test's shape and m = 16 at it (the CPU backend grades
+ * 1x8192x512 and 16x4096x256 in their place) */
 static const struct gshape MX4_GPU[] = {
     { G_MX4, 1, 32, 1, GV_RANDOM, 0 },      { G_MX4, 3, 96, 7, GV_RANDOM, 0 },
     { G_MX4, 16, 1024, 130, GV_RANDOM, 0 }, { G_MX4, 5, 2048, 257, GV_RANDOM, 0 },

@@ -4,7 +4,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "blas.h"
 #include "tolerance.h"
@@ -475,10 +474,7 @@ int gemm_tune(const struct gemm_kind *k, const struct gemm_shape *shapes, int ns
         perror(path);
         return EXIT_FAILURE;
     }
-    char date[32];
-    time_t now = time(NULL);
-    strftime(date, sizeof date, "%Y-%m-%d", gmtime(&now));
-    fprintf(f, "# device: %s\n# driver: %s\n# date: %s\n", info.name, info.driver, date);
+    results_provenance(f, info.name, info.driver);
     fprintf(f, "# %s\n", legend);
     fprintf(f, "device\tm\tn\tk\tconfig\tms\tgflops\tbest\n");
     for (int i = 0; i < nshapes; i++) {

@@ -386,6 +386,14 @@ void results_set_clocks(const struct clocks *c)
         memset(&row_clocks, 0, sizeof row_clocks);
 }
 
+void results_provenance(FILE *f, const char *device, const char *driver)
+{
+    char date[32];
+    time_t now = time(NULL);
+    strftime(date, sizeof date, "%Y-%m-%d", gmtime(&now));
+    fprintf(f, "# device: %s\n# driver: %s\n# date: %s\n", device, driver, date);
+}
+
 int results_open_extra(struct results *r, const char *path, const char *device,
                        const char *driver, const char *extra)
 {
@@ -401,10 +409,7 @@ int results_open_extra(struct results *r, const char *path, const char *device,
         for (const char *p = extra; *p; p++)
             r->extra += *p == '\t';
     }
-    char date[32];
-    time_t now = time(NULL);
-    strftime(date, sizeof date, "%Y-%m-%d", gmtime(&now));
-    fprintf(r->f, "# device: %s\n# driver: %s\n# date: %s\n", device, driver, date);
+    results_provenance(r->f, device, driver);
     fprintf(r->f, "chapter\tkernel\tshape\tms\tgbs\tgflops\tdevice\t%s%s%s\n",
             r->extra ? extra : "", r->extra ? "\t" : "", RESULTS_CLOCK_COLUMNS);
     return 0;

@@ -138,6 +138,9 @@ struct results {
     int extra;      /* the chapter's own columns between device and sm_mhz (results_open_extra) */
 };
 
+/* The comment lines that open every measurement file: "# device: ...", "# driver: ..." and
+ * "# date: YYYY-MM-DD" (today, UTC). */
+void results_provenance(FILE *f, const char *device, const char *driver);
 /* Open a results file and write its header: comment lines with device, driver and date, then
  * the column names (chapter kernel shape ms gbs gflops device sm_mhz watts). Creates the parent
  * directory. Returns 0, or -1 with errno set. */

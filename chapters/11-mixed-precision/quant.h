@@ -196,9 +196,9 @@ void gemm_fp8_cublaslt(const uint8_t *d_a, const float *d_sa_t, const uint8_t *d
  *          order; NaN where a scale of row c is NaN.
  * k a positive multiple of 32; m >= 1 (the kernel is for m = 1 to 16: a decode step's batch);
  * n >= 1; d_x and d_w 16-byte aligned. Graded on both backends within the fp32 dot-product
- * bound of a sum of k terms (harness.h's fp32_dot_rtol(k) of sum |x| |value(w)| X); on a GPU,
- * its speed at m = 1, k = n = 8192 against cuBLAS's BF16 GEMM of the same shape (the same
- * weights in bf16: 4 times the bytes). */
+ * bound of a sum of k terms (graders/tolerance.h's tol_dot_fp32(k) of sum |x| |value(w)| X);
+ * on a GPU, its speed at m = 1, k = n = 8192 against cuBLAS's BF16 GEMM of the same shape (the
+ * same weights in bf16: 4 times the bytes). */
 #define MXFP4_GEMV_MAX_M 16
 void gemm_mxfp4_bf16(const uint16_t *d_x, const uint8_t *d_w, const uint8_t *d_ws, float *d_y,
                      int m, int k, int n);

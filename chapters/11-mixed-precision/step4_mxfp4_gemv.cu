@@ -15,7 +15,7 @@
  *            1x4096x1000, 1x16384x40, 17x512x64 (more than 16 rows), NaN scales at 4x256x100
  *            and 1x1024x70, and x from 2^-40 to 2^40 (past fp16's range) at 1x2048x100 and
  *            3x512x40; on a GPU also 1x8192x8192 and 16x8192x8192; each element within the
- *            fp32 dot-product bound of its k terms (fp32_dot_rtol(k) of sum |x| |value(w)| X),
+ *            fp32 dot-product bound of its k terms (tol_dot_fp32(k) of sum |x| |value(w)| X),
  *            twice on fresh inputs, y poisoned first
  *   speed    on a GPU, at m = 1, k = n = 8192, against cuBLAS's BF16 GEMM of the same shape
  *            measured in the same run (the lesson says what it needs)

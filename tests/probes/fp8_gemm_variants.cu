@@ -34,6 +34,7 @@
 #include "gpu.h"
 #include "harness.h"
 #include "quant.h"
+#include "probe_args.h"
 
 typedef void (*fp8_fn)(const uint8_t *, const float *, const uint8_t *, const float *, uint16_t *,
                        int, int, int);
@@ -70,20 +71,10 @@ int main(int argc, char **argv)
     const int nv = (int)(sizeof fns / sizeof fns[0]);
     const int runs = argc > 2 ? atoi(argv[2]) : 9;
     std::vector<int> sizes;
-    for (const char *s = argc > 3 ? argv[3] : "4096 8192"; *s;) {
-        char *end;
-        long v = strtol(s, &end, 10);
-        if (end == s)
-            break;
-        if (v < 128 || v > 32768 || v % 128) {
-            fprintf(stderr, "a size must be a multiple of 128 from 128 to 32768: %ld\n", v);
-            return 2;
-        }
-        sizes.push_back((int)v);
-        s = end;
-    }
-    if (runs < 1 || sizes.empty()) {
-        fprintf(stderr, "at least one run and one size\n");
+    if (!probe_ints(argc > 3 ? argv[3] : "4096 8192", 128, 32768, 128, "size", sizes))
+        return 2;
+    if (runs < 1) {
+        fprintf(stderr, "at least one run\n");
         return 2;
     }
     FILE *out = fopen(argv[1], "w");

@@ -36,7 +36,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <vector>
 #include <cuda_runtime.h>
 
@@ -45,6 +44,7 @@
 #include "gpu.h"
 #include "harness.h"
 #include "quant.h"
+#include "probe_args.h"
 
 typedef void (*gemv_fn)(const uint16_t *, const uint8_t *, const uint8_t *, float *, int, int,
                         int);
@@ -148,20 +148,10 @@ int main(int argc, char **argv)
     const int nv = (int)(sizeof fns / sizeof fns[0]);
     const int runs = argc > 2 ? atoi(argv[2]) : 9;
     std::vector<int> ms_list;
-    for (const char *s = argc > 3 ? argv[3] : "1"; *s;) {
-        char *end;
-        long v = strtol(s, &end, 10);
-        if (end == s)
-            break;
-        if (v < 1 || v > 64) {
-            fprintf(stderr, "m must be from 1 to 64: %ld\n", v);
-            return 2;
-        }
-        ms_list.push_back((int)v);
-        s = end;
-    }
-    if (runs < 1 || ms_list.empty()) {
-        fprintf(stderr, "at least one run and one m\n");
+    if (!probe_ints(argc > 3 ? argv[3] : "1", 1, 64, 1, "m", ms_list))
+        return 2;
+    if (runs < 1) {
+        fprintf(stderr, "at least one run\n");
         return 2;
     }
     FILE *out = fopen(argv[1], "w");
@@ -175,10 +165,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "no GPU: %s\n", why);
         return 1;
     }
-    char date[16];
-    const time_t now = time(nullptr);
-    strftime(date, sizeof date, "%Y-%m-%d", gmtime(&now));
-    fprintf(out, "# device: %s\n# driver: %s\n# date: %s\n", info.name, info.driver, date);
+    results_provenance(out, info.name, info.driver);
     fprintf(out, "# chapter 11, step 4: cuBLAS BF16, a plain read of the MXFP4 weights' bytes and "
                  "the variants, k = n = 8192, timed in turns in one process "
                  "(tests/probes/mxfp4_gemv_variants.cu), each the median of 20 launches after an "
