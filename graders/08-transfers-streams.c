@@ -2143,9 +2143,9 @@ static int gantt(const char *path, const struct device_info *info, size_t n, siz
         perror(path);
         bad = -1;
     } else {
-        fprintf(f, "# device: %s\n# driver: %s\n# pipeline: %zu ints in chunks of %zu over %d "
-                   "streams; times in ms from the first operation (%s)\n", info->name,
-                info->driver, n, chunk, k,
+        results_provenance(f, info->name, info->driver);
+        fprintf(f, "# pipeline: %zu ints in chunks of %zu over %d streams; times in ms from the "
+                   "first operation (%s)\n", n, chunk, k,
                 gpu_times_are_real() ? "CUDA events; the host's copies by its clock"
                                      : "the CPU backend's host clock");
         gantt_write(f, g, ng);

@@ -82,6 +82,17 @@ int main(int argc, char **argv)
         perror(argv[1]);
         return 1;
     }
+    struct device_info info;
+    char why[256];
+    if (gpu_probe(&info, why, sizeof why) != 0) {
+        fprintf(stderr, "no GPU: %s\n", why);
+        return 1;
+    }
+    results_provenance(out, info.name, info.driver);
+    fprintf(out, "# chapter 11, step 3: cuBLASLt's FP8 GEMM (per-tensor scales) and the variants, "
+                 "timed in turns in one process (tests/probes/fp8_gemm_variants.cu), each the mean "
+                 "of a loop of launches; sm_mhz, watts: NVML's SM clock (median) and board power "
+                 "(mean) while it ran; ratio = the same run's cuBLASLt ms / this row's\n");
     fprintf(out, "design\tshape\trun\tms\ttflops\tsm_mhz\twatts\tratio\n");
     struct rng r;
     rng_init(&r, harness_seed()); // fresh inputs each run unless a seed is set
