@@ -406,6 +406,20 @@ gemm_mxfp4_kernel(const uint16_t *__restrict__ x, const uint8_t *__restrict__ wq
     for (int t = 0; t < MT; t++)
         xp[t] = reinterpret_cast<const uint4 *>(x + (size_t)(g + 8 * t < m ? g + 8 * t : 0) * k) +
                 4 * T * warp + q;
+    /* The scale codes of a turn come from DRAM as its codes do, so they too are loaded a turn
+     * ahead, into registers: the codes of this warp's turn starting at block j (0 past k or
+     * past the warp's turns). Loaded in the turn that uses them, they would keep every turn
+     * waiting a whole trip to DRAM after its codes had landed. */
+    uint32_t code[T / 4][2];
+    auto load_codes = [&](int j, bool any) {
+#pragma unroll
+        for (int h = 0; h < T / 4; h++) {
+            code[h][0] = code[h][1] = 0;
+            if (any && j + q + 4 * h < kblocks)
+                code[h][0] = __ldg(sc_a + 4 * h), code[h][1] = __ldg(sc_b + 4 * h);
+        }
+    };
+    load_codes(T * warp, mine > 0);
     /* the table while the first copies fly */
     {
         const uint32_t e = threadIdx.x;
@@ -424,16 +438,9 @@ gemm_mxfp4_kernel(const uint16_t *__restrict__ x, const uint8_t *__restrict__ wq
     for (int i = 0; i < mine; i++) {
         const int j0 = (i * GV_WARPS + warp) * T;
         const int nu = kblocks - j0 < T ? kblocks - j0 : T; /* blocks inside k */
-        /* the scale codes, and (not XS) x's words, for the turn, issued before the wait,
-         * whose time they then share */
+        /* (not XS) x's words for the turn, issued before the wait, whose time they then
+         * share: x is read by every CTA, and after the first turns it comes from L2 */
         uint4 xv[T][MT];
-        uint32_t code[T / 4][2];
-#pragma unroll
-        for (int h = 0; h < T / 4; h++) {
-            code[h][0] = code[h][1] = 0;
-            if (q + 4 * h < nu)
-                code[h][0] = __ldg(sc_a + 4 * h), code[h][1] = __ldg(sc_b + 4 * h);
-        }
         if (!XS) {
             if (nu == T) {
 #pragma unroll
@@ -468,6 +475,8 @@ gemm_mxfp4_kernel(const uint16_t *__restrict__ x, const uint8_t *__restrict__ wq
             s_x[warp][g][q + 4 * h] = scale_of[code[h][0]];
             s_x[warp][g + 8][q + 4 * h] = scale_of[code[h][1]];
         }
+        sc_a += GV_WARPS * T, sc_b += GV_WARPS * T;
+        load_codes(j0 + GV_WARPS * T, i + 1 < mine); /* the next turn's */
         __syncwarp();
         float xl[T], xh[T];
 #pragma unroll
@@ -488,7 +497,6 @@ gemm_mxfp4_kernel(const uint16_t *__restrict__ x, const uint8_t *__restrict__ wq
 #pragma unroll
         for (int t = 0; t < MT; t++)
             xp[t] += 4 * GV_WARPS * T;
-        sc_a += GV_WARPS * T, sc_b += GV_WARPS * T;
     }
 
     /* every copy has landed (the groups still open are empty); once every warp is past its
