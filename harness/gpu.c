@@ -494,6 +494,15 @@ struct clocks gpu_clocks_stop(void)
 
 /* ---- timing ----------------------------------------------------------------------------- */
 
+static gpu_flush_step after_flush;
+
+gpu_flush_step gpu_time_after_flush(gpu_flush_step step)
+{
+    gpu_flush_step old = after_flush;
+    after_flush = step;
+    return old;
+}
+
 struct timing gpu_time(void (*fn)(void *ctx), void *ctx, int warmup, int reps)
 {
     struct device_info info;
@@ -521,6 +530,8 @@ struct timing gpu_time(void (*fn)(void *ctx), void *ctx, int warmup, int reps)
     gpu_clocks_start();
     for (int i = 0; i < reps; i++) {
         CUDA_CHECK(cudaMemsetAsync(d_flush, i & 0xFF, flush_bytes, 0));
+        if (after_flush)
+            after_flush(d_flush, flush_bytes);
         CUDA_CHECK(cudaEventRecord(start, 0));
         fn(ctx);
         CUDA_CHECK(cudaEventRecord(stop, 0));

@@ -6,7 +6,7 @@
 // Each design is timed as the chapter's bench times it (harness/gpu.h, gpu_time: the L2 flushed
 // before each launch, the median of 20 launches after 3 unmeasured), so the weights come from
 // DRAM every time: at k = n = 8192 the MXFP4 weights (34 MiB) would otherwise fit in the H200's
-// L2 (50 MiB).
+// L2 (60 MiB).
 //
 // The read is the floor of any kernel that reads these bytes: every byte of the codes and the
 // scales once, 16 bytes a lane, a grid of 8 CTAs of 256 threads an SM, and nothing else. At m = 1
@@ -19,8 +19,14 @@
 // of the terms' magnitudes, is printed; the grader (make grade CH=11 STEP=4), not this probe,
 // says whether a variant is correct.
 //
+// The flush (the fourth argument): "memset", the harness's, leaves L2 full of the dirty lines
+// of a 120 MiB memset, and a kernel's reads must write them back as they evict them; "clean"
+// then reads the buffer back, so that L2 holds clean lines that cost nothing to evict. cuBLAS
+// reads 128 MiB and evicts all of them; the MXFP4 kernels read 34 MiB and evict about as much:
+// the two flushes bracket what a kernel meets after others have run.
+//
 // Rows (tab-separated, to the file named by the first argument, with a header):
-//   design m run us gbs sm_mhz watts ratio
+//   design m flush run us gbs sm_mhz watts ratio
 // us: one launch, the median of the run's 20; gbs: the design's bytes (cuBLAS: x, W in bf16 and
 // y; the read: W's codes and scales; a variant: those and x and y) over that time; sm_mhz and
 // watts: NVML's SM clock (median) and board power (mean) while the 20 ran; ratio: the same run's
@@ -30,7 +36,8 @@
 // the command line) and run on a GPU of compute capability 8.0 or more:
 //   make B=cuda build/cuda/chapters/11-mixed-precision/grade   # the harness's objects
 //   tests/probes/mxfp4_gemv_variants.sh reference: other:@my_step4.cu
-//   build/cuda/probes/mxfp4_gemv_variants out.tsv [runs, 9] [m values, "1"]
+//   build/cuda/probes/mxfp4_gemv_variants out.tsv [runs, 9] [m values, "1"] [flush, memset]
+// tests/probes/mxfp4_reads.cu is a variant of its own: other plain reads of the same bytes.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -79,6 +86,27 @@ static __global__ void read_bytes(const uint4 *__restrict__ a, size_t na,
     }
     if (acc == 0x9e3779b9u)
         *sink = acc;
+}
+
+// the clean flush's read-back: every 16 bytes of the flush buffer, after its memset
+static __global__ void read_back(const uint4 *__restrict__ a, size_t na, unsigned *sink)
+{
+    unsigned acc = 0;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < na;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const uint4 v = __ldg(a + i);
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (acc == 0x9e3779b9u)
+        *sink = acc;
+}
+
+static int flush_grid;
+static unsigned *flush_sink;
+static void clean_flush(void *buf, size_t bytes)
+{
+    read_back<<<flush_grid, 256>>>(static_cast<const uint4 *>(buf), bytes / 16, flush_sink);
+    CUDA_CHECK(cudaGetLastError());
 }
 
 static uint16_t bf16_of(float f) // round to nearest even; f finite
@@ -132,7 +160,8 @@ static void run_one(void *p)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s OUT.tsv [runs, 9] [m values, \"1\"]\n", argv[0]);
+        fprintf(stderr, "usage: %s OUT.tsv [runs, 9] [m values, \"1\"] [flush: memset or clean]\n",
+                argv[0]);
         return 2;
     }
     const char *names[] = {
@@ -154,6 +183,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "at least one run\n");
         return 2;
     }
+    const char *flush = argc > 4 ? argv[4] : "memset";
+    if (strcmp(flush, "memset") != 0 && strcmp(flush, "clean") != 0) {
+        fprintf(stderr, "flush: memset or clean, not '%s'\n", flush);
+        return 2;
+    }
     FILE *out = fopen(argv[1], "w");
     if (!out) {
         perror(argv[1]);
@@ -169,9 +203,11 @@ int main(int argc, char **argv)
     fprintf(out, "# chapter 11, step 4: cuBLAS BF16, a plain read of the MXFP4 weights' bytes and "
                  "the variants, k = n = 8192, timed in turns in one process "
                  "(tests/probes/mxfp4_gemv_variants.cu), each the median of 20 launches after an "
-                 "L2 flush each; sm_mhz, watts: NVML's SM clock (median) and board power (mean) "
-                 "while they ran; ratio = the same run's cuBLAS time / this row's\n");
-    fprintf(out, "design\tm\trun\tus\tgbs\tsm_mhz\twatts\tratio\n");
+                 "L2 flush each (flush: memset, the harness's, which leaves L2 dirty, or clean, "
+                 "the memset then a read of its buffer); sm_mhz, watts: NVML's SM clock (median) "
+                 "and board power (mean) while they ran; ratio = the same run's cuBLAS time / "
+                 "this row's\n");
+    fprintf(out, "design\tm\tflush\trun\tus\tgbs\tsm_mhz\twatts\tratio\n");
     int dev, sms;
     CUDA_CHECK(cudaGetDevice(&dev));
     CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
@@ -198,6 +234,10 @@ int main(int argc, char **argv)
     CUDA_CHECK(cudaMalloc(&dws, ws.size()));
     CUDA_CHECK(cudaMalloc(&dwb, nk * 2));
     CUDA_CHECK(cudaMalloc(&sink, 4));
+    if (strcmp(flush, "clean") == 0) {
+        flush_grid = 8 * sms, flush_sink = sink;
+        gpu_time_after_flush(clean_flush);
+    }
     CUDA_CHECK(cudaMemcpy(dw, w.data(), w.size(), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(dws, ws.data(), ws.size(), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(dwb, wb.data(), nk * 2, cudaMemcpyHostToDevice));
@@ -262,8 +302,9 @@ int main(int argc, char **argv)
                 const double q = lib_us / one_us,
                              bytes = d == -2 ? bytes_lib : d == -1 ? bytes_read : bytes_var;
                 const char *name = d == -2 ? "cublas_bf16" : d == -1 ? "read" : names[d];
-                fprintf(out, "%s\t%d\t%d\t%.2f\t%.0f\t%.0f\t%.0f\t%.3f\n", name, m, run + 1, one_us,
-                        bytes / (one_us * 1e3), t.clocks.sm_mhz, t.clocks.watts, q);
+                fprintf(out, "%s\t%d\t%s\t%d\t%.2f\t%.0f\t%.0f\t%.0f\t%.3f\n", name, m, flush,
+                        run + 1, one_us, bytes / (one_us * 1e3), t.clocks.sm_mhz, t.clocks.watts,
+                        q);
                 us[d + 2].push_back(one_us);
                 ratio[d + 2].push_back(q);
                 mhz[d + 2].push_back(t.clocks.sm_mhz);
@@ -271,9 +312,9 @@ int main(int argc, char **argv)
             fflush(out);
         }
         for (int d = -2; d < nv; d++)
-            printf("m = %d %-20s median %7.2f us at %4.0f MHz, %.3f x cuBLAS (median ratio)\n", m,
-                   d == -2 ? "cublas_bf16" : d == -1 ? "read" : names[d], median_of(us[d + 2]),
-                   median_of(mhz[d + 2]), median_of(ratio[d + 2]));
+            printf("m = %d %s %-20s median %7.2f us at %4.0f MHz, %.3f x cuBLAS (median ratio)\n",
+                   m, flush, d == -2 ? "cublas_bf16" : d == -1 ? "read" : names[d],
+                   median_of(us[d + 2]), median_of(mhz[d + 2]), median_of(ratio[d + 2]));
         CUDA_CHECK(cudaFree(dx));
         CUDA_CHECK(cudaFree(dy));
     }
