@@ -406,10 +406,10 @@ gemm_mxfp4_kernel(const uint16_t *__restrict__ x, const uint8_t *__restrict__ wq
     for (int t = 0; t < MT; t++)
         xp[t] = reinterpret_cast<const uint4 *>(x + (size_t)(g + 8 * t < m ? g + 8 * t : 0) * k) +
                 4 * T * warp + q;
-    /* The scale codes of a turn come from DRAM as its codes do, so they too are loaded a turn
-     * ahead, into registers: the codes of this warp's turn starting at block j (0 past k or
-     * past the warp's turns). Loaded in the turn that uses them, they would keep every turn
-     * waiting a whole trip to DRAM after its codes had landed. */
+    /* A turn's scale codes come from DRAM as W's codes do, so they too are loaded a turn
+     * ahead, into registers: the scale codes of this warp's turn starting at block j (0 past k
+     * or past the warp's turns). Loaded in the turn that uses them, they would keep every turn
+     * waiting a whole trip to DRAM after its copies had landed. */
     uint32_t code[T / 4][2];
     auto load_codes = [&](int j, bool any) {
 #pragma unroll
