@@ -496,11 +496,9 @@ struct clocks gpu_clocks_stop(void)
 
 static gpu_flush_step after_flush;
 
-gpu_flush_step gpu_time_after_flush(gpu_flush_step step)
+void gpu_time_after_flush(gpu_flush_step step)
 {
-    gpu_flush_step old = after_flush;
     after_flush = step;
-    return old;
 }
 
 struct timing gpu_time(void (*fn)(void *ctx), void *ctx, int warmup, int reps)

@@ -106,10 +106,9 @@ struct timing gpu_time(void (*fn)(void *ctx), void *ctx, int warmup, int reps);
 /* A step gpu_time takes after each flush's memset and before its start event (NULL, the
  * default: none), given the flush buffer. The memset leaves L2 full of dirty lines, which the
  * timed kernel's reads must write back as they evict them; a probe that wants L2 left clean
- * instead sets a function that reads the buffer back (tests/probes/mxfp4_gemv_variants.cu).
- * Returns the step it replaces. */
+ * instead sets a function that reads the buffer back (tests/probes/mxfp4_gemv_variants.cu). */
 typedef void (*gpu_flush_step)(void *buf, size_t bytes);
-gpu_flush_step gpu_time_after_flush(gpu_flush_step step);
+void gpu_time_after_flush(gpu_flush_step step);
 
 /* ---- clocks ----------------------------------------------------------------------------- */
 

@@ -69,26 +69,15 @@ int main(int argc, char **argv)
 #undef V
     };
     const int nv = (int)(sizeof fns / sizeof fns[0]);
-    const int runs = argc > 2 ? atoi(argv[2]) : 9;
+    const int runs = probe_runs(argc > 2 ? argv[2] : nullptr);
+    if (!runs)
+        return 2;
     std::vector<int> sizes;
     if (!probe_ints(argc > 3 ? argv[3] : "4096 8192", 128, 32768, 128, "size", sizes))
         return 2;
-    if (runs < 1) {
-        fprintf(stderr, "at least one run\n");
-        return 2;
-    }
-    FILE *out = fopen(argv[1], "w");
-    if (!out) {
-        perror(argv[1]);
+    FILE *out = probe_open(argv[1]);
+    if (!out)
         return 1;
-    }
-    struct device_info info;
-    char why[256];
-    if (gpu_probe(&info, why, sizeof why) != 0) {
-        fprintf(stderr, "no GPU: %s\n", why);
-        return 1;
-    }
-    results_provenance(out, info.name, info.driver);
     fprintf(out, "# chapter 11, step 3: cuBLASLt's FP8 GEMM (per-tensor scales) and the variants, "
                  "timed in turns in one process (tests/probes/fp8_gemm_variants.cu), each the mean "
                  "of a loop of launches; sm_mhz, watts: NVML's SM clock (median) and board power "

@@ -52,6 +52,7 @@
 #include "harness.h"
 #include "quant.h"
 #include "probe_args.h"
+#include "read_bytes.cuh"
 
 typedef void (*gemv_fn)(const uint16_t *, const uint8_t *, const uint8_t *, float *, int, int,
                         int);
@@ -69,43 +70,13 @@ VARIANTS
 // the harness's median (it reorders its input: a copy)
 static double median_of(std::vector<double> v) { return median(v.data(), (int)v.size()); }
 
-// every 16 bytes of a and of b read once, folded into one word that is stored only if it equals
-// a value no input makes in practice (so that the loads are kept, and nothing else is done)
-static __global__ void read_bytes(const uint4 *__restrict__ a, size_t na,
-                                  const uint4 *__restrict__ b, size_t nb, unsigned *sink)
-{
-    const size_t stride = (size_t)gridDim.x * blockDim.x;
-    unsigned acc = 0;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < na; i += stride) {
-        const uint4 v = __ldg(a + i);
-        acc ^= v.x ^ v.y ^ v.z ^ v.w;
-    }
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < nb; i += stride) {
-        const uint4 v = __ldg(b + i);
-        acc ^= v.x ^ v.y ^ v.z ^ v.w;
-    }
-    if (acc == 0x9e3779b9u)
-        *sink = acc;
-}
-
-// the clean flush's read-back: every 16 bytes of the flush buffer, after its memset
-static __global__ void read_back(const uint4 *__restrict__ a, size_t na, unsigned *sink)
-{
-    unsigned acc = 0;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < na;
-         i += (size_t)gridDim.x * blockDim.x) {
-        const uint4 v = __ldg(a + i);
-        acc ^= v.x ^ v.y ^ v.z ^ v.w;
-    }
-    if (acc == 0x9e3779b9u)
-        *sink = acc;
-}
-
+// the clean flush: the flush buffer read back after its memset
 static int flush_grid;
 static unsigned *flush_sink;
 static void clean_flush(void *buf, size_t bytes)
 {
-    read_back<<<flush_grid, 256>>>(static_cast<const uint4 *>(buf), bytes / 16, flush_sink);
+    read_bytes<1, false><<<flush_grid, 256>>>(static_cast<const uint4 *>(buf), bytes / 16,
+                                              nullptr, 0, flush_sink);
     CUDA_CHECK(cudaGetLastError());
 }
 
@@ -147,7 +118,7 @@ static void run_one(void *p)
             exit(1);
         }
     } else if (c->design == -1) {
-        read_bytes<<<c->read_grid, 256>>>(reinterpret_cast<const uint4 *>(c->w),
+        read_bytes<1, false><<<c->read_grid, 256>>>(reinterpret_cast<const uint4 *>(c->w),
                                           (size_t)c->n * c->k / 2 / 16,
                                           reinterpret_cast<const uint4 *>(c->ws),
                                           (size_t)c->n * c->k / MX_BLOCK / 16, c->sink);
@@ -175,31 +146,20 @@ int main(int argc, char **argv)
 #undef V
     };
     const int nv = (int)(sizeof fns / sizeof fns[0]);
-    const int runs = argc > 2 ? atoi(argv[2]) : 9;
+    const int runs = probe_runs(argc > 2 ? argv[2] : nullptr);
+    if (!runs)
+        return 2;
     std::vector<int> ms_list;
     if (!probe_ints(argc > 3 ? argv[3] : "1", 1, 64, 1, "m", ms_list))
         return 2;
-    if (runs < 1) {
-        fprintf(stderr, "at least one run\n");
-        return 2;
-    }
     const char *flush = argc > 4 ? argv[4] : "memset";
     if (strcmp(flush, "memset") != 0 && strcmp(flush, "clean") != 0) {
         fprintf(stderr, "flush: memset or clean, not '%s'\n", flush);
         return 2;
     }
-    FILE *out = fopen(argv[1], "w");
-    if (!out) {
-        perror(argv[1]);
+    FILE *out = probe_open(argv[1]);
+    if (!out)
         return 1;
-    }
-    struct device_info info;
-    char why[256];
-    if (gpu_probe(&info, why, sizeof why) != 0) {
-        fprintf(stderr, "no GPU: %s\n", why);
-        return 1;
-    }
-    results_provenance(out, info.name, info.driver);
     fprintf(out, "# chapter 11, step 4: cuBLAS BF16, a plain read of the MXFP4 weights' bytes and "
                  "the variants, k = n = 8192, timed in turns in one process "
                  "(tests/probes/mxfp4_gemv_variants.cu), each the median of 20 launches after an "

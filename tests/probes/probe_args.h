@@ -1,9 +1,13 @@
-// probe_args.h: the command line both variant probes share (fp8_gemm_variants.cu,
-// mxfp4_gemv_variants.cu): OUT.tsv [runs] [a list of sizes].
+// probe_args.h: the command line and the output file both variant probes share
+// (fp8_gemm_variants.cu, mxfp4_gemv_variants.cu): OUT.tsv [runs] [a list of sizes] ..., and
+// OUT.tsv opened with the device, driver and date lines every measurement file starts with.
 #pragma once
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
+
+#include "gpu.h"
+#include "harness.h"
 
 // The space-separated integers of s, each of which must be a multiple of step from lo to hi.
 // False, with a message that names `what`, when one is not or when there are none.
@@ -31,4 +35,34 @@ static bool probe_ints(const char *s, long lo, long hi, long step, const char *w
         return false;
     }
     return true;
+}
+
+// The runs argument (9 when s is NULL): at least one; 0, with a message, when it is not.
+static int probe_runs(const char *s)
+{
+    const int runs = s ? atoi(s) : 9;
+    if (runs < 1) {
+        fprintf(stderr, "at least one run\n");
+        return 0;
+    }
+    return runs;
+}
+
+// path opened for writing, its first lines the device's, the driver's and the date
+// (results_provenance); NULL, with a message, when it cannot be opened or there is no GPU.
+static FILE *probe_open(const char *path)
+{
+    struct device_info info;
+    char why[256];
+    if (gpu_probe(&info, why, sizeof why) != 0) {
+        fprintf(stderr, "no GPU: %s\n", why);
+        return nullptr;
+    }
+    FILE *out = fopen(path, "w");
+    if (!out) {
+        perror(path);
+        return nullptr;
+    }
+    results_provenance(out, info.name, info.driver);
+    return out;
 }
