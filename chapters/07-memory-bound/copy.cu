@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "cuda_check.h"
+#include "sm_count.h" /* the grid is a few blocks an SM whatever the size */
 #include "membound.h"
 
 #define BLOCK 256
@@ -60,18 +61,6 @@ static __global__ void copy_bytes_kernel(const unsigned char *__restrict__ in,
         out[j] = in[j];
     for (size_t j = head + 16 * n16 + tid; j < bytes; j += stride)
         out[j] = in[j];
-}
-
-/* The SM count, asked for once: the grid is a few blocks per SM whatever the size. */
-static int sm_count(void)
-{
-    static int num_sms = 0;
-    if (num_sms == 0) {
-        int device;
-        CUDA_CHECK(cudaGetDevice(&device));
-        CUDA_CHECK(cudaDeviceGetAttribute(&num_sms, cudaDevAttrMultiProcessorCount, device));
-    }
-    return num_sms;
 }
 
 void copy_bytes(const void *d_in, void *d_out, size_t bytes)

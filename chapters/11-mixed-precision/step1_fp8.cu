@@ -32,6 +32,7 @@
 #include <cuda_fp8.h>
 
 #include "cuda_check.h"
+#include "sm_count.h"
 #include "quant.h"
 
 #define BLOCK 256 /* threads a CUDA block */
@@ -67,14 +68,8 @@ static __global__ void quantize_fp8_tensor_kernel(const float *__restrict__ x, i
 
 static int stride_blocks(int n)
 {
-    static int num_sms = 0;
-    if (num_sms == 0) {
-        int device;
-        CUDA_CHECK(cudaGetDevice(&device));
-        CUDA_CHECK(cudaDeviceGetAttribute(&num_sms, cudaDevAttrMultiProcessorCount, device));
-    }
     int need = cdiv(cdiv(n, 4), BLOCK);
-    int most = 4 * num_sms;
+    int most = 4 * sm_count();
     return need < most ? need : most;
 }
 

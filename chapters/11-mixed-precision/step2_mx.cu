@@ -30,6 +30,7 @@
 #include <cuda_fp8.h>
 
 #include "cuda_check.h"
+#include "sm_count.h"
 #include "quant.h"
 
 #define BLOCK 256
@@ -100,14 +101,8 @@ static __global__ void quantize_nvfp4_kernel(const float *__restrict__ x, int n,
 
 static int stride_blocks(int n)
 {
-    static int num_sms = 0;
-    if (num_sms == 0) {
-        int device;
-        CUDA_CHECK(cudaGetDevice(&device));
-        CUDA_CHECK(cudaDeviceGetAttribute(&num_sms, cudaDevAttrMultiProcessorCount, device));
-    }
     int need = cdiv(cdiv(n, 4), BLOCK);
-    int most = 4 * num_sms;
+    int most = 4 * sm_count();
     return need < most ? need : most;
 }
 

@@ -44,6 +44,7 @@
 #include "tile.cuh"       /* bf16 */
 #include "persistent.cuh" /* tma.cuh, wgmma.cuh, the cluster and the products */
 #include "pad_rows.h"     /* gemm_pad_rows: rows padded to 16 bytes where k or n asks for it */
+#include "sm_count.h"     /* the device's SMs, for the tile by shape */
 
 #define PS_BK 64            /* k a stage: 64 bf16, one 128-byte swizzle row */
 #define PS_THREADS 384      /* 3 warpgroups: the producer, 2 consumers */
@@ -451,14 +452,8 @@ extern "C" void gemm_persistent(const gemm_bf16 *d_a, const gemm_bf16 *d_b, floa
      * on 16 bytes, the maps describe a copy whose rows do, as in steps 3 and 4 */
     struct gemm_padded p;
     gemm_pad_rows(d_a, d_b, m, k, n, &p);
-    static int sms_dev = -1, sms;
-    int dev, group;
-    CUDA_CHECK(cudaGetDevice(&dev));
-    if (dev != sms_dev) {
-        CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-        sms_dev = dev;
-    }
-    ps_run_fn run = pick_config(m, n, sms, &group);
+    int group;
+    ps_run_fn run = pick_config(m, n, sm_count(), &group);
     run(reinterpret_cast<const bf16 *>(p.a), p.lda, reinterpret_cast<const bf16 *>(p.b), p.ldb,
         d_c, m, k, n, group);
     gemm_pad_rows_free(&p); /* in stream order: after the kernel has read the copies */

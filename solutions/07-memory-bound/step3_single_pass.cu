@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "cuda_check.h"
+#include "sm_count.h"
 #include "membound.h"
 
 #define BLOCK 256         /* a multiple of 32: warps are whole */
@@ -158,17 +159,11 @@ static __global__ void sum_single_pass_kernel(const float *__restrict__ in, int 
 }
 
 /* Blocks for n elements: at most BLOCKS_PER_SM an SM, fewer when n does not give every
- * thread one round of UNROLL float4s. The SM count is asked for once. */
+ * thread one round of UNROLL float4s. */
 static int grid_size(int n)
 {
-    static int num_sms = 0;
-    if (num_sms == 0) {
-        int device;
-        CUDA_CHECK(cudaGetDevice(&device));
-        CUDA_CHECK(cudaDeviceGetAttribute(&num_sms, cudaDevAttrMultiProcessorCount, device));
-    }
     int want = cdiv(n, BLOCK * UNROLL * 4);
-    int most = BLOCKS_PER_SM * num_sms;
+    int most = BLOCKS_PER_SM * sm_count();
     return want < most ? want : most;
 }
 

@@ -69,6 +69,7 @@
 #include <stdint.h>
 
 #include "cuda_check.h"
+#include "sm_count.h"
 #include "membound.h"
 
 /* Thread block clusters (sm_90): a row too long for one block is held by a cluster of them,
@@ -845,14 +846,13 @@ static bool softmax_split(const T *d_in, T *d_out, int rows, int cols, void *d_s
             kernel = (const void *)softmax_split_kernel<T, W>;
         static int grid; /* 0 not asked, -1 no cooperative launch */
         if (grid == 0) {
-            int dev, coop, sms, per_sm = 0;
+            int dev, coop, per_sm = 0;
             CUDA_CHECK(cudaGetDevice(&dev));
             CUDA_CHECK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
-            CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
             if (coop)
                 CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel,
                                                                          SPLIT_THREADS, 0));
-            grid = coop && per_sm > 0 ? per_sm * sms : -1;
+            grid = coop && per_sm > 0 ? per_sm * sm_count() : -1;
         }
         int slices = cdiv(cols, slice_values);
         const size_t counter_bytes = ((size_t)rows + 1) * sizeof(unsigned);

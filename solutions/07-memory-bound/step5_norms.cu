@@ -62,6 +62,7 @@
 #include <stdint.h>
 
 #include "cuda_check.h"
+#include "sm_count.h"
 #include "membound.h"
 
 /* Thread block clusters (sm_90), as in step 4: a row too long for one block is held by a
@@ -894,14 +895,13 @@ static bool norm_split(const T *d_x, const T *d_w, const T *d_b, T *d_y, int row
             kernel = (const void *)norm_split_kernel<T, W, LAYER>;
         static int grid; /* 0 not asked, -1 no cooperative launch */
         if (grid == 0) {
-            int dev, coop, sms, per_sm = 0;
+            int dev, coop, per_sm = 0;
             CUDA_CHECK(cudaGetDevice(&dev));
             CUDA_CHECK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
-            CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
             if (coop)
                 CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel,
                                                                          SPLIT_THREADS, 0));
-            grid = coop && per_sm > 0 ? per_sm * sms : -1;
+            grid = coop && per_sm > 0 ? per_sm * sm_count() : -1;
         }
         int slices = cdiv(cols, slice_values);
         const size_t counter_bytes = ((size_t)rows + 1) * sizeof(unsigned);

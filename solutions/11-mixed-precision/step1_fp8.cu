@@ -23,6 +23,7 @@
 #include <cuda_fp8.h>
 
 #include "cuda_check.h"
+#include "sm_count.h" /* sm_count, resident_blocks: grids sized to the device */
 #include "quant.h"
 
 #define BLOCK 256                 /* threads a CUDA block */
@@ -189,31 +190,6 @@ static __global__ void quantize_fp8_tensor_kernel(const float *__restrict__ x, i
         scale_inv[0] = 1.0f / s;
 }
 
-/* the device's SMs, asked once (one device, as everywhere in this workbook) */
-static int sm_count(void)
-{
-    static int num_sms = 0;
-    if (num_sms == 0) {
-        int device;
-        CUDA_CHECK(cudaGetDevice(&device));
-        CUDA_CHECK(cudaDeviceGetAttribute(&num_sms, cudaDevAttrMultiProcessorCount, device));
-    }
-    return num_sms;
-}
-
-/* enough blocks of BLOCK threads for `items` thread-steps, up to as many as the device holds
- * at once (the occupancy calculator's blocks an SM, for this kernel's registers, times the
- * SMs): a grid-stride loop on a grid that is all resident, with no second wave */
-template <typename Kernel>
-static int resident_blocks(Kernel kernel, long long items)
-{
-    int per_sm = 0;
-    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, BLOCK, 0));
-    long long need = (items + BLOCK - 1) / BLOCK;
-    long long most = (long long)(per_sm > 0 ? per_sm : 1) * sm_count();
-    return (int)(need < 1 ? 1 : need < most ? need : most);
-}
-
 void quantize_fp8(const float *d_x, int n, int format, int block, uint8_t *d_q,
                   float *d_scale_inv, void *d_scratch)
 {
@@ -226,9 +202,9 @@ void quantize_fp8(const float *d_x, int n, int format, int block, uint8_t *d_q,
     }
     unsigned int *amax_bits = static_cast<unsigned int *>(d_scratch);
     CUDA_CHECK(cudaMemsetAsync(amax_bits, 0, sizeof *amax_bits)); /* garbage on entry */
-    amax_kernel<<<resident_blocks(amax_kernel, cdiv(n, 16)), BLOCK>>>(d_x, n, amax_bits);
+    amax_kernel<<<resident_blocks(amax_kernel, BLOCK, cdiv(n, 16)), BLOCK>>>(d_x, n, amax_bits);
     CUDA_CHECK(cudaGetLastError());
-    const int grid = resident_blocks(quantize_fp8_tensor_kernel, cdiv(n, 16));
+    const int grid = resident_blocks(quantize_fp8_tensor_kernel, BLOCK, cdiv(n, 16));
     quantize_fp8_tensor_kernel<<<grid, BLOCK>>>(d_x, n, format, amax_bits, d_q, d_scale_inv);
     CUDA_CHECK(cudaGetLastError());
 }
@@ -326,7 +302,7 @@ void dequantize_fp8(const uint8_t *d_q, const float *d_scale_inv, int n, int for
                     float *d_y)
 {
     const int vec = (uintptr_t)d_q % 4 == 0 && (uintptr_t)d_y % 16 == 0;
-    const int grid = resident_blocks(dequantize_fp8_kernel, cdiv(n, 16));
+    const int grid = resident_blocks(dequantize_fp8_kernel, BLOCK, cdiv(n, 16));
     dequantize_fp8_kernel<<<grid, BLOCK>>>(d_q, d_scale_inv, n, format, block, vec, d_y);
     CUDA_CHECK(cudaGetLastError());
 }

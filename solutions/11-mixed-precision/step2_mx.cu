@@ -20,6 +20,7 @@
 #include <cuda_fp8.h>
 
 #include "cuda_check.h"
+#include "sm_count.h" /* sm_count, resident_blocks: grids sized to the device */
 #include "quant.h"
 
 #define BLOCK 256
@@ -152,31 +153,6 @@ static __device__ __forceinline__ void store_codes(uint8_t *__restrict__ q, long
         for (int j = 0; j < 16 && i + j < n; j++)
             q[i + j] = (uint8_t)(word[j / 4] >> (8 * (j % 4)));
     }
-}
-
-/* the device's SMs, asked once (one device, as everywhere in this workbook) */
-static int sm_count(void)
-{
-    static int num_sms = 0;
-    if (num_sms == 0) {
-        int device;
-        CUDA_CHECK(cudaGetDevice(&device));
-        CUDA_CHECK(cudaDeviceGetAttribute(&num_sms, cudaDevAttrMultiProcessorCount, device));
-    }
-    return num_sms;
-}
-
-/* enough blocks of BLOCK threads for `items` thread-steps, up to as many as the device holds
- * at once (the occupancy calculator's blocks an SM, for this kernel's registers, times the
- * SMs): a grid-stride loop on a grid that is all resident, with no second wave */
-template <typename Kernel>
-static int resident_blocks(Kernel kernel, long long items)
-{
-    int per_sm = 0;
-    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, BLOCK, 0));
-    long long need = (items + BLOCK - 1) / BLOCK;
-    long long most = (long long)(per_sm > 0 ? per_sm : 1) * sm_count();
-    return (int)(need < 1 ? 1 : need < most ? need : most);
 }
 
 /* a vector access needs q aligned to its bytes and y (where there is one) to 16 */
@@ -313,14 +289,14 @@ static __global__ void dequantize_mx_kernel(const uint8_t *__restrict__ q,
 
 void dequantize_mxfp8(const uint8_t *d_q, const uint8_t *d_scale, int n, float *d_y)
 {
-    const int grid = resident_blocks(dequantize_mx_kernel<false>, cdiv(n, 16));
+    const int grid = resident_blocks(dequantize_mx_kernel<false>, BLOCK, cdiv(n, 16));
     dequantize_mx_kernel<false><<<grid, BLOCK>>>(d_q, d_scale, n, vec_ok(d_q, 4, d_y), d_y);
     CUDA_CHECK(cudaGetLastError());
 }
 
 void dequantize_mxfp4(const uint8_t *d_q, const uint8_t *d_scale, int n, float *d_y)
 {
-    const int grid = resident_blocks(dequantize_mx_kernel<true>, cdiv(n, 16));
+    const int grid = resident_blocks(dequantize_mx_kernel<true>, BLOCK, cdiv(n, 16));
     dequantize_mx_kernel<true><<<grid, BLOCK>>>(d_q, d_scale, n, vec_ok(d_q, 2, d_y), d_y);
     CUDA_CHECK(cudaGetLastError());
 }
@@ -414,7 +390,7 @@ void quantize_nvfp4(const float *d_x, int n, uint8_t *d_q, uint8_t *d_scale,
 {
     unsigned int *amax_bits = static_cast<unsigned int *>(d_scratch);
     CUDA_CHECK(cudaMemsetAsync(amax_bits, 0, sizeof *amax_bits)); /* garbage on entry */
-    nvfp4_amax_kernel<<<resident_blocks(nvfp4_amax_kernel, cdiv(n, 16)), BLOCK>>>(d_x, n,
+    nvfp4_amax_kernel<<<resident_blocks(nvfp4_amax_kernel, BLOCK, cdiv(n, 16)), BLOCK>>>(d_x, n,
                                                                                 amax_bits);
     CUDA_CHECK(cudaGetLastError());
     quantize_nvfp4_kernel<<<cdiv(cdiv(n, 16), BLOCK), BLOCK>>>(d_x, n, vec_ok(d_q, 8, NULL),
@@ -438,7 +414,7 @@ static __global__ void dequantize_nvfp4_kernel(const uint8_t *__restrict__ q,
 void dequantize_nvfp4(const uint8_t *d_q, const uint8_t *d_scale, const float *d_tensor_scale,
                       int n, float *d_y)
 {
-    const int grid = resident_blocks(dequantize_nvfp4_kernel, cdiv(n, 16));
+    const int grid = resident_blocks(dequantize_nvfp4_kernel, BLOCK, cdiv(n, 16));
     dequantize_nvfp4_kernel<<<grid, BLOCK>>>(d_q, d_scale, d_tensor_scale, n, vec_ok(d_q, 2, d_y),
                                              d_y);
     CUDA_CHECK(cudaGetLastError());

@@ -53,6 +53,7 @@
 #include "quant.h"
 #include "probe_args.h"
 #include "read_bytes.cuh"
+#include "sm_count.h"
 
 typedef void (*gemv_fn)(const uint16_t *, const uint8_t *, const uint8_t *, float *, int, int,
                         int);
@@ -168,9 +169,7 @@ int main(int argc, char **argv)
                  "and board power (mean) while they ran; ratio = the same run's cuBLAS time / "
                  "this row's\n");
     fprintf(out, "design\tm\tflush\trun\tus\tgbs\tsm_mhz\twatts\tratio\n");
-    int dev, sms;
-    CUDA_CHECK(cudaGetDevice(&dev));
-    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    const int sms = sm_count();
     struct rng r;
     rng_init(&r, harness_seed()); // fresh inputs each run unless a seed is set
     const int k = 8192, n = 8192, kb = k / MX_BLOCK;
