@@ -71,6 +71,7 @@
 #include "cuda_check.h"
 #include "sm_count.h"
 #include "membound.h"
+#include "rows.cuh" /* one access widened, and reread (given) */
 
 /* Thread block clusters (sm_90): a row too long for one block is held by a cluster of them,
  * which exchange their statistics through distributed shared memory. The CPU backend launches
@@ -93,73 +94,6 @@ namespace cg = cooperative_groups;
 #define STREAM_EPT 16         /* values a thread loads at a time there: 64 bytes of f32 in flight */
 #define CLUSTER_MAX 2         /* rows up to 2 * HELD_ROW_MAX held by a cluster (fp32 only): see
                                  the cluster launcher for why no more */
-
-/* ---- one access: W consecutive elements widened to fp32 (W = 16 bytes, or 1) -------------- */
-
-template <int W>
-static __device__ __forceinline__ void load_w(const float *p, float *v)
-{
-    if constexpr (W == 4) {
-        const float4 q = *reinterpret_cast<const float4 *>(p); /* one 16-byte load */
-        v[0] = q.x; v[1] = q.y; v[2] = q.z; v[3] = q.w;
-    } else {
-        static_assert(W == 1, "an f32 access is 16 bytes or one element");
-        v[0] = *p;
-    }
-}
-
-template <int W>
-static __device__ __forceinline__ void store_w(float *p, const float *v)
-{
-    if constexpr (W == 4) {
-        *reinterpret_cast<float4 *>(p) = make_float4(v[0], v[1], v[2], v[3]);
-    } else {
-        static_assert(W == 1, "an f32 access is 16 bytes or one element");
-        *p = v[0];
-    }
-}
-
-/* bf16 -> fp32 is exact: a bf16's bits are the top 16 bits of the float it stands for */
-static __device__ __forceinline__ float bf16_lo(unsigned w) { return __uint_as_float(w << 16); }
-static __device__ __forceinline__ float bf16_hi(unsigned w) { return __uint_as_float(w & 0xffff0000u); }
-/* two floats rounded to nearest-even bf16, packed as they lie in memory (the first low): one
- * conversion instruction for the pair on a GPU (cvt.rn.bf16x2.f32) */
-static __device__ __forceinline__ unsigned bf16x2_rn(float lo, float hi)
-{
-    const __nv_bfloat162 pair = __floats2bfloat162_rn(lo, hi);
-    return (unsigned)__bfloat16_as_ushort(pair.x) | (unsigned)__bfloat16_as_ushort(pair.y) << 16;
-}
-
-/* the 8 bf16 of a 16-byte access, widened (in registers: no address of q is taken, which
- * would put the held row in local memory) */
-static __device__ __forceinline__ void widen8(const uint4 &q, float *v)
-{
-    v[0] = bf16_lo(q.x); v[1] = bf16_hi(q.x); v[2] = bf16_lo(q.y); v[3] = bf16_hi(q.y);
-    v[4] = bf16_lo(q.z); v[5] = bf16_hi(q.z); v[6] = bf16_lo(q.w); v[7] = bf16_hi(q.w);
-}
-
-template <int W>
-static __device__ __forceinline__ void load_w(const __nv_bfloat16 *p, float *v)
-{
-    if constexpr (W == 8) {
-        widen8(*reinterpret_cast<const uint4 *>(p), v); /* one 16-byte load: 8 values */
-    } else {
-        static_assert(W == 1, "a bf16 access is 16 bytes or one element");
-        v[0] = __bfloat162float(*p);
-    }
-}
-
-template <int W>
-static __device__ __forceinline__ void store_w(__nv_bfloat16 *p, const float *v)
-{
-    if constexpr (W == 8) {
-        *reinterpret_cast<uint4 *>(p) = make_uint4(bf16x2_rn(v[0], v[1]), bf16x2_rn(v[2], v[3]),
-                                                   bf16x2_rn(v[4], v[5]), bf16x2_rn(v[6], v[7]));
-    } else {
-        static_assert(W == 1, "a bf16 access is 16 bytes or one element");
-        *p = __float2bfloat16_rn(v[0]);
-    }
-}
 
 /* ---- a thread's slice of a row -------------------------------------------------------------
  * The slice of `nthreads` threads starting at column `first` covers EPT * nthreads columns;
@@ -406,18 +340,6 @@ softmax_block_kernel(const T *__restrict__ in, T *__restrict__ out, int cols)
     store_slice<EPT, W>(out + offset, cols, 0, threadIdx.x, blockDim.x, v);
 }
 
-
-/* Each pass over a held row widens its values again, and the compiler would rather keep the
- * 64 floats (or exponentials) of one pass for the next (the same expressions), 64 more
- * registers than a thread has, so it would spill. An empty asm that claims to change the
- * held registers makes each pass compute from them afresh. */
-template <int N>
-static __device__ __forceinline__ void reread(uint4 (&q)[N])
-{
-#pragma unroll
-    for (int k = 0; k < N; ++k)
-        asm volatile("" : "+r"(q[k].x), "+r"(q[k].y), "+r"(q[k].z), "+r"(q[k].w));
-}
 
 /* A block a row for 16-byte aligned bf16 rows of up to PACKED_ROW_MAX columns: 64 values a
  * thread, kept as they were loaded (8 bf16 to a uint4, 32 registers) and widened each time
