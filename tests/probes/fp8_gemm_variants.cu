@@ -58,17 +58,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s OUT.tsv [runs, 9] [sizes, \"4096 8192\"]\n", argv[0]);
         return 2;
     }
-    const char *names[] = {
-#define V(name) #name,
-        VARIANTS
+#define V(name) { #name, name },
+    const probe_variant<fp8_fn> variants[] = { VARIANTS };
 #undef V
-    };
-    const fp8_fn fns[] = {
-#define V(name) name,
-        VARIANTS
-#undef V
-    };
-    const int nv = (int)(sizeof fns / sizeof fns[0]);
+    const int nv = (int)(sizeof variants / sizeof variants[0]);
     const int runs = probe_runs(argc > 2 ? argv[2] : nullptr);
     if (!runs)
         return 2;
@@ -121,7 +114,7 @@ int main(int argc, char **argv)
             if (v < 0)
                 gemm_fp8_cublaslt(da, one, db, one, dd, m, k, n);
             else
-                fns[v](da, dsa, db, dsb, dd, m, k, n);
+                variants[v].fn(da, dsa, db, dsb, dd, m, k, n);
         };
 
         // every variant's output against the first's, on a poisoned D
@@ -137,8 +130,8 @@ int main(int argc, char **argv)
                 size_t diff = 0;
                 for (size_t i = 0; i < mn; i++)
                     diff += got[i] != first[i];
-                printf("%d^3 %s: %zu of %zu outputs differ from %s's\n", size, names[v], diff, mn,
-                       names[0]);
+                printf("%d^3 %s: %zu of %zu outputs differ from %s's\n", size,
+                       variants[v].name, diff, mn, variants[0].name);
             }
         }
 
@@ -170,7 +163,7 @@ int main(int argc, char **argv)
                     lib_ms = one_ms;
                 const double q = lib_ms / one_ms;
                 fprintf(out, "%s\t%s\t%d\t%.5f\t%.1f\t%.0f\t%.0f\t%.3f\n",
-                        v < 0 ? "cublaslt" : names[v], shape, r + 1, one_ms,
+                        v < 0 ? "cublaslt" : variants[v].name, shape, r + 1, one_ms,
                         flops / (one_ms * 1e9), c.sm_mhz, c.watts, q);
                 ms[v + 1].push_back(one_ms);
                 ratio[v + 1].push_back(q);
@@ -180,8 +173,9 @@ int main(int argc, char **argv)
         }
         for (int v = -1; v < nv; v++)
             printf("%s %-20s median %7.1f TFLOP/s at %4.0f MHz, %.3f of cuBLASLt (median ratio)\n",
-                   shape, v < 0 ? "cublaslt" : names[v], flops / (median_of(ms[v + 1]) * 1e9),
-                   median_of(mhz[v + 1]), median_of(ratio[v + 1]));
+                   shape, v < 0 ? "cublaslt" : variants[v].name,
+                   flops / (median_of(ms[v + 1]) * 1e9), median_of(mhz[v + 1]),
+                   median_of(ratio[v + 1]));
         CUDA_CHECK(cudaEventDestroy(e0));
         CUDA_CHECK(cudaEventDestroy(e1));
         CUDA_CHECK(cudaFree(da));

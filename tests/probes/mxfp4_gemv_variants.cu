@@ -136,17 +136,10 @@ int main(int argc, char **argv)
                 argv[0]);
         return 2;
     }
-    const char *names[] = {
-#define V(name) #name,
-        VARIANTS
+#define V(name) { #name, name },
+    const probe_variant<gemv_fn> variants[] = { VARIANTS };
 #undef V
-    };
-    const gemv_fn fns[] = {
-#define V(name) name,
-        VARIANTS
-#undef V
-    };
-    const int nv = (int)(sizeof fns / sizeof fns[0]);
+    const int nv = (int)(sizeof variants / sizeof variants[0]);
     const int runs = probe_runs(argc > 2 ? argv[2] : nullptr);
     if (!runs)
         return 2;
@@ -223,7 +216,7 @@ int main(int argc, char **argv)
         std::vector<float> got(mn);
         for (int v = 0; v < nv; v++) {
             CUDA_CHECK(cudaMemset(dy, 0xff, mn * 4));
-            c.design = v, c.fn = fns[v];
+            c.design = v, c.fn = variants[v].fn;
             run_one(&c);
             CUDA_CHECK(cudaDeviceSynchronize());
             CUDA_CHECK(cudaMemcpy(got.data(), dy, mn * 4, cudaMemcpyDeviceToHost));
@@ -242,8 +235,8 @@ int main(int argc, char **argv)
                     const double e = std::isfinite(g) ? fabs(g - want) / (s > 0 ? s : 1) : INFINITY;
                     worst = e > worst ? e : worst;
                 }
-            printf("m = %d %s: the largest |got - want| / S over %d columns: %.3g\n", m, names[v],
-                   ncheck, worst);
+            printf("m = %d %s: the largest |got - want| / S over %d columns: %.3g\n", m,
+                   variants[v].name, ncheck, worst);
         }
 
         const double bytes_lib = 2.0 * mk + 2.0 * nk + 4.0 * mn,
@@ -253,14 +246,14 @@ int main(int argc, char **argv)
         for (int run = 0; run < runs; run++) {
             double lib_us = 0.0;
             for (int d = -2; d < nv; d++) {
-                c.design = d, c.fn = d >= 0 ? fns[d] : nullptr;
+                c.design = d, c.fn = d >= 0 ? variants[d].fn : nullptr;
                 const struct timing t = gpu_time(run_one, &c, 3, 20);
                 const double one_us = t.median_ms * 1e3;
                 if (d == -2)
                     lib_us = one_us;
                 const double q = lib_us / one_us,
                              bytes = d == -2 ? bytes_lib : d == -1 ? bytes_read : bytes_var;
-                const char *name = d == -2 ? "cublas_bf16" : d == -1 ? "read" : names[d];
+                const char *name = d == -2 ? "cublas_bf16" : d == -1 ? "read" : variants[d].name;
                 fprintf(out, "%s\t%d\t%s\t%d\t%.2f\t%.0f\t%.0f\t%.0f\t%.3f\n", name, m, flush,
                         run + 1, one_us, bytes / (one_us * 1e3), t.clocks.sm_mhz, t.clocks.watts,
                         q);
@@ -272,7 +265,7 @@ int main(int argc, char **argv)
         }
         for (int d = -2; d < nv; d++)
             printf("m = %d %s %-20s median %7.2f us at %4.0f MHz, %.3f x cuBLAS (median ratio)\n",
-                   m, flush, d == -2 ? "cublas_bf16" : d == -1 ? "read" : names[d],
+                   m, flush, d == -2 ? "cublas_bf16" : d == -1 ? "read" : variants[d].name,
                    median_of(us[d + 2]), median_of(mhz[d + 2]), median_of(ratio[d + 2]));
         CUDA_CHECK(cudaFree(dx));
         CUDA_CHECK(cudaFree(dy));

@@ -9,6 +9,15 @@
 #include "gpu.h"
 #include "harness.h"
 
+// A variant of a step, as the build script's VARIANTS lists it (V(a) V(b) ...): its NAME and
+// its launcher, of type FN. A probe makes the table with V(name) defined as { #name, name },
+// and its extern declarations of the launchers with V(name) defined as the declaration.
+template <typename FN>
+struct probe_variant {
+    const char *name;
+    FN fn;
+};
+
 // The space-separated integers of s, each of which must be a multiple of step from lo to hi.
 // False, with a message that names `what`, when one is not or when there are none.
 static bool probe_ints(const char *s, long lo, long hi, long step, const char *what,
