@@ -7,7 +7,8 @@ set -euo pipefail
 pdf=build/book.pdf
 [[ -s $pdf ]] || { echo "book: $pdf is missing"; exit 1; }
 raw=$(pdftotext "$pdf" -)
-text=$(pdftotext -layout "$pdf" - | tr -s ' \n' ' ')
+# (pandoc sets a caption's ' as a typographic ’: read back as the lessons write it)
+text=$(pdftotext -layout "$pdf" - | tr -s ' \n' ' ' | sed "s/’/'/g")
 status=0
 ok()   { echo "ok    $*"; }
 fail() { echo "FAIL  $*"; status=1; }
