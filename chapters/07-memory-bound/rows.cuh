@@ -8,7 +8,7 @@
 #ifndef ROWS_CUH
 #define ROWS_CUH
 
-#include <stdint.h>
+#include <cuda_runtime.h> /* float4, uint4 */
 #include <cuda_bf16.h>
 
 /* ---- one access: W consecutive elements widened to fp32 (W = 16 bytes, or 1) -------------- */
@@ -80,7 +80,6 @@ static __device__ __forceinline__ void store_w(__nv_bfloat16 *p, const float *v)
         *p = __float2bfloat16_rn(v[0]);
     }
 }
-
 
 /* ---- a row held as it was loaded ------------------------------------------------------------
  * Each pass over a held row widens its values again, and the compiler would rather keep the
