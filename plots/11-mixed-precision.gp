@@ -19,7 +19,6 @@ FORMATS = "fp32 bf16 fp16 e5m2 e4m3 e2m1 mxfp8 mxfp4 nvfp4"
 NAMES = "fp32 bf16 fp16 e5m2 e4m3 e2m1 MXFP8 MXFP4 NVFP4^{*}"
 idx(k) = sum [i = 1:words(FORMATS)] ("format:".word(FORMATS, i) eq k ? i : 0)
 is_format(k) = strstrt(k, "format:") == 1
-rows(k) = "< awk -F'\t' '$2 == \"".k."\"' '".data."'"
 # a column on the rows of kernel k at shape s, NaN elsewhere (for stats: STATS_max)
 pick(k, s, col) = (strcol(KERNEL) eq k && strcol(SHAPE) eq s) ? column(col) : NaN
 

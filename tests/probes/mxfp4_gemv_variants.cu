@@ -53,7 +53,6 @@
 #include "quant.h"
 #include "probe_args.h"
 #include "read_bytes.cuh"
-#include "sm_count.h"
 
 typedef void (*gemv_fn)(const uint16_t *, const uint8_t *, const uint8_t *, float *, int, int,
                         int);
@@ -71,14 +70,10 @@ VARIANTS
 // the harness's median (it reorders its input: a copy)
 static double median_of(std::vector<double> v) { return median(v.data(), (int)v.size()); }
 
-// the clean flush: the flush buffer read back after its memset
-static int flush_grid;
-static unsigned *flush_sink;
+// the clean flush: the flush buffer read back after its memset (its first word the sink)
 static void clean_flush(void *buf, size_t bytes)
 {
-    read_bytes<1, false><<<flush_grid, 256>>>(static_cast<const uint4 *>(buf), bytes / 16,
-                                              nullptr, 0, flush_sink);
-    CUDA_CHECK(cudaGetLastError());
+    read_bytes_launch<1, false>(buf, bytes, nullptr, 0, static_cast<unsigned *>(buf));
 }
 
 static uint16_t bf16_of(float f) // round to nearest even; f finite
@@ -107,7 +102,7 @@ struct ctx {
     const uint8_t *w, *ws;
     float *y;
     unsigned *sink;
-    int m, k, n, read_grid;
+    int m, k, n;
 };
 
 static void run_one(void *p)
@@ -119,11 +114,8 @@ static void run_one(void *p)
             exit(1);
         }
     } else if (c->design == -1) {
-        read_bytes<1, false><<<c->read_grid, 256>>>(reinterpret_cast<const uint4 *>(c->w),
-                                          (size_t)c->n * c->k / 2 / 16,
-                                          reinterpret_cast<const uint4 *>(c->ws),
-                                          (size_t)c->n * c->k / MX_BLOCK / 16, c->sink);
-        CUDA_CHECK(cudaGetLastError());
+        read_bytes_launch<1, false>(c->w, (size_t)c->n * c->k / 2, c->ws,
+                                    (size_t)c->n * c->k / MX_BLOCK, c->sink);
     } else {
         c->fn(c->x, c->w, c->ws, c->y, c->m, c->k, c->n);
     }
@@ -162,7 +154,6 @@ int main(int argc, char **argv)
                  "and board power (mean) while they ran; ratio = the same run's cuBLAS time / "
                  "this row's\n");
     fprintf(out, "design\tm\tflush\trun\tus\tgbs\tsm_mhz\twatts\tratio\n");
-    const int sms = sm_count();
     struct rng r;
     rng_init(&r, harness_seed()); // fresh inputs each run unless a seed is set
     const int k = 8192, n = 8192, kb = k / MX_BLOCK;
@@ -186,10 +177,8 @@ int main(int argc, char **argv)
     CUDA_CHECK(cudaMalloc(&dws, ws.size()));
     CUDA_CHECK(cudaMalloc(&dwb, nk * 2));
     CUDA_CHECK(cudaMalloc(&sink, 4));
-    if (strcmp(flush, "clean") == 0) {
-        flush_grid = 8 * sms, flush_sink = sink;
+    if (strcmp(flush, "clean") == 0)
         gpu_time_after_flush(clean_flush);
-    }
     CUDA_CHECK(cudaMemcpy(dw, w.data(), w.size(), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(dws, ws.data(), ws.size(), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(dwb, wb.data(), nk * 2, cudaMemcpyHostToDevice));
@@ -207,7 +196,7 @@ int main(int argc, char **argv)
         CUDA_CHECK(cudaMalloc(&dx, mk * 2));
         CUDA_CHECK(cudaMalloc(&dy, mn * 4));
         CUDA_CHECK(cudaMemcpy(dx, x.data(), mk * 2, cudaMemcpyHostToDevice));
-        struct ctx c = { 0, nullptr, dx, dwb, dw, dws, dy, sink, m, k, n, 8 * sms };
+        struct ctx c = { 0, nullptr, dx, dwb, dw, dws, dy, sink, m, k, n };
 
         // every variant's y against double precision, on a sample of columns, y poisoned first
         std::vector<int> cols(ncheck);

@@ -10,10 +10,8 @@
 #include <stdint.h>
 #include <cuda_runtime.h>
 
-#include "cuda_check.h"
 #include "quant.h"
 #include "read_bytes.cuh"
-#include "sm_count.h"
 
 #ifndef READ_U
 #define READ_U 1
@@ -26,9 +24,6 @@ void gemm_mxfp4_bf16(const uint16_t *d_x, const uint8_t *d_w, const uint8_t *d_w
                      int m, int k, int n)
 {
     (void)d_x, (void)m;
-    read_bytes<READ_U, READ_EF != 0><<<8 * sm_count(), 256>>>(
-        reinterpret_cast<const uint4 *>(d_w), (size_t)n * k / 2 / 16,
-        reinterpret_cast<const uint4 *>(d_ws), (size_t)n * k / MX_BLOCK / 16,
-        reinterpret_cast<unsigned *>(d_y));
-    CUDA_CHECK(cudaGetLastError());
+    read_bytes_launch<READ_U, READ_EF != 0>(d_w, (size_t)n * k / 2, d_ws, (size_t)n * k / MX_BLOCK,
+                                            reinterpret_cast<unsigned *>(d_y));
 }

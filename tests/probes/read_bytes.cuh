@@ -8,6 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cuda_check.h"
+#include "sm_count.h"
+
 template <int U, bool EF>
 static __global__ void read_bytes(const uint4 *__restrict__ a, size_t na,
                                   const uint4 *__restrict__ b, size_t nb, unsigned *sink)
@@ -44,4 +47,16 @@ static __global__ void read_bytes(const uint4 *__restrict__ a, size_t na,
     }
     if (acc == 0x9e3779b9u)
         *sink = acc;
+}
+
+// read_bytes over a_bytes of a and b_bytes of b (multiples of 16; b may be NULL with 0), on the
+// grid every caller times: 8 CTAs of 256 threads an SM. sink: 4 bytes of device memory the
+// kernel may write.
+template <int U, bool EF>
+static void read_bytes_launch(const void *a, size_t a_bytes, const void *b, size_t b_bytes,
+                              unsigned *sink)
+{
+    read_bytes<U, EF><<<8 * sm_count(), 256>>>(static_cast<const uint4 *>(a), a_bytes / 16,
+                                               static_cast<const uint4 *>(b), b_bytes / 16, sink);
+    CUDA_CHECK(cudaGetLastError());
 }
