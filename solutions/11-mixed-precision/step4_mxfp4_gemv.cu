@@ -354,7 +354,7 @@ gemm_mxfp4_kernel(const uint16_t *__restrict__ x, const uint8_t *__restrict__ wq
 #else
     /* as a number made once, through an instruction the compiler cannot see into: from the
      * pointer, it would read the CTA's place in the cluster (S2R SR_CgaCtaId) and make the
-     * shared address anew at every turn's copies, some 20 instructions of a turn's 285 */
+     * shared address anew at every turn's copies (tests/probes/step4-generic-ring.patch) */
     uint32_t ring_s;
     asm volatile("mov.b32 %0, %1;"
                  : "=r"(ring_s)
