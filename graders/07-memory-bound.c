@@ -716,7 +716,7 @@ static void speed_verdict(int slot, const void *shape, const struct flow_times *
     char capped[96] = "";
     if (st->cap > 0 && st->cap * tb / tc < needs) {
         needs = st->cap * tb / tc;
-        snprintf(capped, sizeof capped, ", %.0f%% of %s's %.2fx as it caps the fixed %.2fx",
+        snprintf(capped, sizeof capped, ": %.0f%% of %s's %.2fx, below the fixed %.2fx",
                  100.0 * st->cap, st->ceiling_name, tb / tc, st->needs);
     }
     grade_note(slot, "yours %.1f GB/s (%.4f ms) = %.2fx %s (%.1f GB/s; needs %.2fx%s); %s %.1f "
