@@ -413,10 +413,9 @@ static const double NEEDS[NSTEPS + 1] = {
      * 1.062x at 16384); 0.75 of the 5.3% gain. Swizzled itself is 1.00x; the padded tile,
      * 4 elements a thread, measured 1.025x, and fails too */
     1.04,
-    /* step 5, vec4 over padded_8: NOT MEASURED YET, a provisional floor. The goal is 95% of
-     * the copy kernel, where padded_8 measured 90% (3648 of 4062 GB/s at 8192): 1.055x if it
-     * is met. Set it from the first H200 run as for the steps above, about 0.75 of the
-     * measured gain over 1.0, so that padded_8 itself fails */
+    /* step 5, vec4 over padded_8: NEEDS_VEC4_OVER_PADDED_8, above (the bench of 2026-12-03:
+     * 0.14616 / 0.136064 ms = 1.074x, the reference at 97% of the copy kernel, padded_8 at
+     * 91%), so that padded_8 itself fails */
     NEEDS_VEC4_OVER_PADDED_8,
 };
 
