@@ -392,7 +392,22 @@ struct step_speed {
     struct flow_speed sp;  /* first: flow_add_speed's context is &sp */
     int step;
     double needs;          /* yours over the baseline, in bandwidth */
+    double cap;            /* > 0: needs at most cap x the copy kernel's ratio over the
+                            * baseline, measured beside, never below CAP_FLOOR (speed_gate) */
 };
+
+/* Step 2's gate where DRAM is slower than the H200's. The tiled transpose is bound by its bank
+ * conflicts, which the SM clock sets, not by DRAM; the padded one runs at 88% of the copy
+ * kernel (the bench at 8192x8192). On a GPU whose DRAM is slower at the same clock (an H100:
+ * 3.35 TB/s against 4.8 on the datasheets) the padded tile and the copy both gain less over
+ * the tiled one, and a fixed 1.7x could be out of any kernel's reach. The gate is then 75% of
+ * the copy kernel's ratio over step 1's reference in the same run (a step at 75% of the
+ * copy's bandwidth passes), where that is below 1.7x. On the H200 it is not: the copy measured
+ * 0.328848 / 0.132464 ms = 2.48x the tiled transpose, and 75% of it is 1.86x. CAP_FLOOR keeps
+ * the tiled transpose itself (1.0x) failing however little the copy gains. Steps 3 to 5 ask
+ * for a few percent near DRAM's ceiling and are uncapped: their fixed ratios are the H200's. */
+#define CAP_STEP2 0.75
+#define CAP_FLOOR 1.25
 
 /* step 5's floor over step 4: the reference measured 1.07x in the grader on the H200 (the
  * bench: plots/data/h200/02-coalesced-transpose.tsv), less a margin */
@@ -432,17 +447,23 @@ static void verdict(int slot, const void *shape, const struct flow_times *t)
     struct array_shape s = *(const struct array_shape *)shape;
     double tc = t->ceiling.median_ms, tb = t->base.median_ms, ty = t->yours.median_ms;
     double ratio = tb / ty; /* your GB/s over the baseline's */
+    int cap_decides;
+    double needs = speed_gate(ss->needs, ss->cap, tb / tc, CAP_FLOOR, &cap_decides);
+    char capped[112] = "";
+    if (cap_decides)
+        snprintf(capped, sizeof capped, "; %.0f%% of the copy kernel's %.2fx, at least %.2fx, "
+                 "below the fixed %.2fx", 100.0 * ss->cap, tb / tc, CAP_FLOOR, ss->needs);
     char base[64];
     if (k == 1)
         snprintf(base, sizeof base, "naive");
     else
         snprintf(base, sizeof base, "step %d", k - 1);
-    grade_note(slot, "step %d %.0f GB/s = %.2fx %s's %.0f GB/s (needs %.2fx); the copy kernel "
-                     "%.0f GB/s, so step %d reaches %.0f%% of it",
-               k, gbs(s, ty), ratio, base, gbs(s, tb), ss->needs, gbs(s, tc), k,
+    grade_note(slot, "step %d %.0f GB/s = %.2fx %s's %.0f GB/s (needs %.2fx%s); the copy "
+                     "kernel %.0f GB/s, so step %d reaches %.0f%% of it",
+               k, gbs(s, ty), ratio, base, gbs(s, tb), needs, capped, gbs(s, tc), k,
                100.0 * tc / ty);
     grade_summary("%.0f GB/s = %.2fx %s (needs %.2fx); %.0f%% of the copy kernel", gbs(s, ty),
-                  ratio, base, ss->needs, 100.0 * tc / ty);
+                  ratio, base, needs, 100.0 * tc / ty);
     switch (k) {
     case 1:
         grade_hint(slot, "%s", ty > 0.5 * tb
@@ -476,11 +497,11 @@ static void verdict(int slot, const void *shape, const struct flow_times *t)
                          "wavefronts)");
         break;
     }
-    ck_assert_msg(ratio >= ss->needs,
+    ck_assert_msg(ratio >= needs,
                   "%dx%d: step %d %.3f ms (%.0f GB/s), %s %.3f ms (%.0f GB/s): %.2fx, needs "
-                  "%.2fx (the copy kernel %.3f ms, %.0f GB/s)",
-                  s.rows, s.cols, k, ty, gbs(s, ty), base, tb, gbs(s, tb), ratio, ss->needs, tc,
-                  gbs(s, tc));
+                  "%.2fx%s (the copy kernel %.3f ms, %.0f GB/s)",
+                  s.rows, s.cols, k, ty, gbs(s, ty), base, tb, gbs(s, tb), ratio, needs, capped,
+                  tc, gbs(s, tc));
 }
 
 static const struct array_shape SPEED_SHAPE = { SPEED_SIZE, SPEED_SIZE };
@@ -497,6 +518,7 @@ static const struct flow_speed *speed_of(int k)
                 20, 120, verdict, .order = { FLOW_CEILING, FLOW_BASE, FLOW_YOURS } },
         .step = k,
         .needs = NEEDS[k],
+        .cap = k == 2 ? CAP_STEP2 : 0,
     };
     return &SPEED[k].sp;
 }

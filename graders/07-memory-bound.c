@@ -689,7 +689,7 @@ struct speed_test {
     int step;
     double needs;
     double cap; /* > 0: needs at most cap x the ceiling's ratio over the base, measured beside,
-                 * and never below CAP_FLOOR */
+                 * and never below CAP_FLOOR (harness.h's speed_gate) */
     const char *base_name, *ceiling_name;
     char what[48];
 };
@@ -717,13 +717,12 @@ static void speed_verdict(int slot, const void *shape, const struct flow_times *
     double gbs = b / (ty * 1e6), ratio = tb / ty;
     /* where the memory lets the ceiling itself gain less than the fixed ratio over the base, no
      * kernel could pass it: the gate is then a share of what the ceiling gained in this run */
-    double needs = st->needs;
+    int cap_decides;
+    double needs = speed_gate(st->needs, st->cap, tb / tc, CAP_FLOOR, &cap_decides);
     char capped[96] = "";
-    if (st->cap > 0 && st->cap * tb / tc < needs) {
-        needs = fmax(st->cap * tb / tc, CAP_FLOOR);
+    if (cap_decides)
         snprintf(capped, sizeof capped, ": %.0f%% of %s's %.2fx, at least %.2fx, below the "
                  "fixed %.2fx", 100.0 * st->cap, st->ceiling_name, tb / tc, CAP_FLOOR, st->needs);
-    }
     grade_note(slot, "yours %.1f GB/s (%.4f ms) = %.2fx %s (%.1f GB/s; needs %.2fx%s); %s %.1f "
                      "GB/s, so yours is %.0f%% of it", gbs, ty, ratio, st->base_name,
                b / (tb * 1e6), needs, capped, st->ceiling_name, b / (tc * 1e6), 100.0 * tc / ty);

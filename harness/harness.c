@@ -324,6 +324,14 @@ int median_round(const double *ms, int n, int rounds)
     return mid;
 }
 
+double speed_gate(double needs, double share, double ceiling_gain, double floor, int *capped)
+{
+    int c = share > 0 && share * ceiling_gain < needs;
+    if (capped)
+        *capped = c;
+    return c ? fmin(fmax(share * ceiling_gain, floor), needs) : needs;
+}
+
 /* ---- clocks ----------------------------------------------------------------------------- */
 
 struct clocks clocks_summary(double *sm_mhz, int n, const double *watts, int nw)

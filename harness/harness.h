@@ -6,7 +6,7 @@
  *   refs      double-precision references (matmul)
  *   compare   got (fp32) against a double-precision reference, NaN-aware, with the first
  *             mismatches and where the wrong elements sit (for hints)
- *   stats     median of repeated timings
+ *   stats     median of repeated timings; a speed gate capped by a ceiling measured beside
  *   clocks    the SM clock and power sampled while a timed loop ran, summarised
  *   results   tab-separated rows: chapter, kernel, shape, ms, GB/s, GFLOP/s, device, then a
  *             chapter's own columns if any, then the SM clock and the power while the row's
@@ -104,6 +104,15 @@ double median(double *v, int n);
  * the round ranked in the middle is returned (the upper middle for an even count), so that a
  * ratio is read from two timings of one round, never from each one's median of its own. */
 int median_round(const double *ms, int n, int rounds);
+
+/* A speed gate set on one GPU that a GPU with slower memory cannot make impossible. needs is
+ * the fixed ratio over the base; where share x ceiling_gain (the ceiling's own ratio over the
+ * base, measured in the same run: a copy kernel, or the library) is lower, that is the gate, so
+ * that a kernel at share of the ceiling's speed passes; and never below floor (> 1), which the
+ * base itself and a kernel little faster than it must fail (a floor above needs leaves
+ * needs). share <= 0: needs, uncapped.
+ * *capped (may be NULL) is set to whether the ceiling decided it. */
+double speed_gate(double needs, double share, double ceiling_gain, double floor, int *capped);
 
 /* ---- clocks ----------------------------------------------------------------------------- */
 

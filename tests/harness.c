@@ -341,6 +341,26 @@ START_TEST(median_round_takes_one_round_of_the_median_ratio)
 }
 END_TEST
 
+/* the gate of chapter 07's step 2 on the H200 (CUB 2.44x its base: the fixed 1.8x stands) and
+ * on an H100 (CUB 1.72x: 90% of it), a ceiling that gains little (the floor), no share, and a
+ * floor above the fixed ratio (the fixed ratio) */
+START_TEST(speed_gate_caps_by_the_ceiling_above_the_floor)
+{
+    int capped = -1;
+    ck_assert_double_eq_tol(speed_gate(1.8, 0.9, 2.44, 1.25, &capped), 1.8, 1e-12);
+    ck_assert_int_eq(capped, 0);
+    ck_assert_double_eq_tol(speed_gate(1.8, 0.9, 1.72, 1.25, &capped), 0.9 * 1.72, 1e-12);
+    ck_assert_int_eq(capped, 1);
+    ck_assert_double_eq_tol(speed_gate(1.8, 0.9, 1.1, 1.25, &capped), 1.25, 1e-12);
+    ck_assert_int_eq(capped, 1);
+    ck_assert_double_eq_tol(speed_gate(1.8, 0, 1.1, 1.25, &capped), 1.8, 1e-12);
+    ck_assert_int_eq(capped, 0);
+    ck_assert_double_eq_tol(speed_gate(1.04, 0.9, 1.0, 1.25, NULL), 1.04, 1e-12);
+    /* the base itself (1.0x) fails every capped gate: the floor is above it */
+    ck_assert(1.0 < speed_gate(1.8, 0.9, 0.5, 1.25, NULL));
+}
+END_TEST
+
 START_TEST(cdiv_rounds_up)
 {
     ck_assert_int_eq(cdiv(1, 32), 1);
@@ -595,6 +615,7 @@ int main(void)
     tc = tcase_create("stats");
     tcase_add_test(tc, median_odd_and_even);
     tcase_add_test(tc, median_round_takes_one_round_of_the_median_ratio);
+    tcase_add_test(tc, speed_gate_caps_by_the_ceiling_above_the_floor);
     tcase_add_test(tc, cdiv_rounds_up);
     tcase_add_test(tc, results_writes_header_and_rows);
     tcase_add_test(tc, clocks_summary_takes_median_extremes_and_mean);
