@@ -126,6 +126,7 @@ int gpu_probe(struct device_info *info, char *why, size_t why_len)
     info->cc_major = p.major;
     info->cc_minor = p.minor;
     info->sms = p.multiProcessorCount;
+    info->devices = count;
     info->l2_bytes = (size_t)p.l2CacheSize;
     info->smem_per_block_optin = p.sharedMemPerBlockOptin;
     info->global_bytes = p.totalGlobalMem;

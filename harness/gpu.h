@@ -24,6 +24,7 @@ struct device_info {
     char name[256];
     int cc_major, cc_minor;
     int sms;
+    int devices;              /* cudaGetDeviceCount's answer: the GPUs one process can drive */
     size_t l2_bytes;
     size_t smem_per_block_optin;
     size_t global_bytes;

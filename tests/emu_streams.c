@@ -803,14 +803,19 @@ START_TEST(graph_replay_matches_plain_launches)
     ck_assert_int_eq(emu_schedule_write_tsv(path), 0);
     FILE *f = fopen(path, "r");
     ck_assert_ptr_nonnull(f);
-    char line[512], tail[16];
+    char line[512];
     ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
-    ck_assert_msg(strstr(line, "\tafter\tgraph\n"), "%s", line);
+    ck_assert_msg(strstr(line, "\tafter\tgraph\tdevice\tsrc_device\tdst_device\n"), "%s", line);
     int rows = 0;
     while (fgets(line, sizeof line, f)) {
-        snprintf(tail, sizeof tail, "\t%d\n", rows < REPLAYS * (1 + 3 * ITERS) ? g : 0);
-        ck_assert_msg(strlen(line) > strlen(tail) && !strcmp(line + strlen(line) - strlen(tail), tail),
-                      "%s", line);
+        /* graph, then the three device columns, all on device 0 */
+        const char *field = line + strlen(line);
+        for (int tabs = 0; tabs < 4 && field > line;)
+            tabs += *--field == '\t';
+        int graph_col = -1, device = -1, src = -2, dst = -2;
+        ck_assert_msg(sscanf(field, "\t%d\t%d\t%d\t%d\n", &graph_col, &device, &src, &dst) == 4, "%s", line);
+        ck_assert_msg(graph_col == (rows < REPLAYS * (1 + 3 * ITERS) ? g : 0), "%s", line);
+        ck_assert_msg(device == 0 && src >= -1 && src <= 0 && dst >= -1 && dst <= 0, "%s", line);
         ++rows;
     }
     fclose(f);

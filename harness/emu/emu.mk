@@ -7,8 +7,9 @@
 #   EMU_LDLIBS     what a program linking EMU_LIB needs after it
 #   build/emu/%.o: %.cu   any CUDA source, rewritten (cu2emu.awk) and compiled by g++;
 #                  $(CU_INC) (-Iharness -I<chapter dir>) is used as the Makefile sets it
-#   emu-test       builds and runs the emulator's own Check suites (tests/emu.c, and the
-#                  stream scheduler's, tests/emu_streams.c)
+#   emu-test       builds and runs the emulator's own Check suites (tests/emu.c, the
+#                  stream scheduler's, tests/emu_streams.c, and the several devices',
+#                  tests/emu_devices.c)
 #   EMU_RESOURCE_USAGE  the .cu files (make patterns: chapters/09-%.cu) whose objects carry
 #                  the GPU compiler's registers, static shared memory and launch bounds of
 #                  each kernel (README.md, "Kernel resources"); add to it with +=
@@ -114,10 +115,22 @@ $(EMU_STREAMS_TEST_BIN): $(EMU_BUILD)/tests/emu_streams.o $(EMU_BUILD)/tests/emu
 	$(CC) -o $@ $(EMU_BUILD)/tests/emu_streams.o $(EMU_BUILD)/tests/emu_streams_kernels.o $(EMU_LIB) \
 	    -Wl,-Bstatic -lcheck -lsubunit -Wl,-Bdynamic -lm -lrt -lpthread $(EMU_LDLIBS)
 
+# The several devices' tests (README.md, "Several devices"), over kernels of their own.
+EMU_DEVICES_TEST_BIN := $(EMU_BUILD)/tests/emu_devices
+
+$(EMU_BUILD)/tests/emu_devices.o: tests/emu_devices.c tests/capture.h tests/emu_devices_kernels.h $(EMU_HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O2 -g -Wall -Wextra -Werror $(EMU_CPPFLAGS) $(EMU_CHECK_CFLAGS) -c $< -o $@
+
+$(EMU_DEVICES_TEST_BIN): $(EMU_BUILD)/tests/emu_devices.o $(EMU_BUILD)/tests/emu_devices_kernels.o $(EMU_LIB)
+	$(CC) -o $@ $(EMU_BUILD)/tests/emu_devices.o $(EMU_BUILD)/tests/emu_devices_kernels.o $(EMU_LIB) \
+	    -Wl,-Bstatic -lcheck -lsubunit -Wl,-Bdynamic -lm -lrt -lpthread $(EMU_LDLIBS)
+
 .PHONY: emu-test
-emu-test: $(EMU_TEST_BIN) $(EMU_STREAMS_TEST_BIN)
+emu-test: $(EMU_TEST_BIN) $(EMU_STREAMS_TEST_BIN) $(EMU_DEVICES_TEST_BIN)
 	$(EMU_TEST_BIN)
 	$(EMU_STREAMS_TEST_BIN)
+	$(EMU_DEVICES_TEST_BIN)
 
 # ---- the instrumented build (README.md, "Profiling"): everything under build/emu-prof/ -----
 # Kernel files compiled with GCC's ThreadSanitizer hooks on every load and store and

@@ -31,7 +31,10 @@ cudaError_t cudaPeekAtLastError(void);
 const char *cudaGetErrorString(cudaError_t error);
 const char *cudaGetErrorName(cudaError_t error);
 
-/* Device: one emulated device, number 0 (see harness/emu/README.md for its limits). */
+/* Devices: 1 by default, up to 8 (EMU_DEVICES, emu_devices.h), every one with the same
+ * profile (see harness/emu/README.md for its limits, and "Several devices"). The current device
+ * is per host thread; allocations, streams and events belong to the device current when they
+ * were made. */
 cudaError_t cudaGetDeviceCount(int *count);
 cudaError_t cudaGetDevice(int *device);
 cudaError_t cudaSetDevice(int device);
@@ -42,6 +45,11 @@ cudaError_t cudaRuntimeGetVersion(int *version);
 cudaError_t cudaDeviceSynchronize(void);
 cudaError_t cudaDeviceReset(void);
 cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes);
+/* Peer access: which pairs can is the topology (EMU_PEERS); enabling is one-directional, from
+ * the current device to peer, and lets the current device's kernels touch peer's memory. */
+cudaError_t cudaDeviceCanAccessPeer(int *canAccessPeer, int device, int peerDevice);
+cudaError_t cudaDeviceEnablePeerAccess(int peerDevice, unsigned int flags);
+cudaError_t cudaDeviceDisablePeerAccess(int peerDevice);
 
 /* Memory. Device allocations are guarded (README: "Illegal addresses"). */
 cudaError_t cudaMalloc(void **dev_ptr, size_t size);
@@ -57,6 +65,10 @@ cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attributes, c
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind);
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
                             cudaStream_t stream EMU_DV(0));
+/* Copies between the memory of two devices, with or without peer access. */
+cudaError_t cudaMemcpyPeer(void *dst, int dstDevice, const void *src, int srcDevice, size_t count);
+cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src, int srcDevice, size_t count,
+                                cudaStream_t stream EMU_DV(0));
 cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
                          size_t height, enum cudaMemcpyKind kind);
 cudaError_t cudaMemset(void *dev_ptr, int value, size_t count);

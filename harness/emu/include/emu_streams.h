@@ -63,7 +63,8 @@ enum emu_op_kind {
 /* One operation that ran. Times are host time (CLOCK_MONOTONIC, milliseconds), never a GPU's. */
 struct emu_op {
     enum emu_op_kind kind;
-    char name[128];            /* the kernel's name; "H2D", "D2H", "D2D", "H2H" for copies;
+    char name[128];            /* the kernel's name; "H2D", "D2H", "D2D", "H2H", "P2P" (between
+                                  the memory of two devices) for copies;
                                   "memset", "record", "wait", "host"; "graph" */
     size_t bytes;              /* copies and memsets */
     int stream;                /* emu_stream_index's numbering: 0 the legacy stream; a graph's
@@ -83,6 +84,12 @@ struct emu_op {
                                   the event had never been recorded (the wait is then met) */
     int graph;                 /* a graph launch and the nodes it ran: the executable graph,
                                   emu_graph_exec_index's numbering; 0 for everything else */
+    int device;                /* the device of the stream it ran on (the legacy stream, one for
+                                  every device: the current device when it was issued); a
+                                  kernel: the device it ran on (emu_devices.h) */
+    int src_device, dst_device; /* copies: the devices of the source and the destination, -1
+                                  for host memory (a copy between two devices is named "P2P");
+                                  -1 for every other operation */
 };
 
 /* The operations recorded since the start or the last emu_schedule_reset, in the order they

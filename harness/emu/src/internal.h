@@ -39,6 +39,17 @@ struct Device {
 };
 const Device &device();          /* chosen at the first call; an unknown name ends the program */
 
+/* Several devices (devices.cpp, README.md "Several devices"): how many there are (EMU_DEVICES,
+ * or emu_set_devices), the calling host thread's current device, and which device may read
+ * which one's memory (the topology, EMU_PEERS, and what cudaDeviceEnablePeerAccess enabled).
+ * Every device has the profile above. */
+constexpr int MAX_DEVICES = 8;
+int device_count();
+bool valid_device(int d);            /* 0 <= d < device_count() */
+int current_device();                /* this host thread's; 0 until cudaSetDevice */
+bool peer_enabled(int from, int to); /* `from`'s kernels may touch `to`'s memory */
+void reset_peer_access(int d);       /* cudaDeviceReset: d's enablements, both ways, are gone */
+
 /* errors (runtime.cpp) */
 cudaError_t record(cudaError_t e);   /* remembers e for cudaGetLastError; returns it */
 cudaError_t api_check();             /* the sticky error, recorded, or cudaSuccess */
@@ -74,6 +85,11 @@ std::string describe_address(uintptr_t addr);
 /* memory (memory.cpp): host memory from cudaMallocHost/cudaHostAlloc or cudaHostRegister'ed
  * holds all of [p, p + n) */
 bool is_pinned(const void *p, size_t n);
+/* The device of the device allocation whose mapping (guards included, as classify sees it)
+ * holds p: the device current when it was made; -1 for anything else (host memory, a
+ * __device__ variable). *managed: it came from cudaMallocManaged; *base, *size: the allocation
+ * (each may be null). */
+int owner_of(const void *p, bool *managed = nullptr, uintptr_t *base = nullptr, size_t *size = nullptr);
 
 /* kernel launches (sched.cpp): check_launch records a bad configuration (cudaGetLastError)
  * and says whether the launch may go on; run_kernel runs it now, unless a fault is pending */
@@ -91,9 +107,14 @@ struct OpDesc {
     cudaMemcpyKind copy;   /* MEMCPY: the direction, cudaMemcpyDefault resolved */
     size_t bytes;          /* MEMCPY, MEMSET */
     bool pageable;         /* MEMCPY: the host side is pageable */
+    int src_device = -1;   /* MEMCPY: the devices of the two sides, -1 for host memory */
+    int dst_device = -1;
 };
 bool valid_stream(cudaStream_t s);   /* 0, the two default streams, or a live stream */
 bool is_legacy(cudaStream_t s);      /* 0, cudaStreamLegacy, cudaStreamPerThread */
+/* the device a stream was created on; the legacy stream (one for every device): the calling
+ * thread's current device */
+int stream_device(cudaStream_t s);
 /* Issues `work` to `stream`. host_waits: run it now, after what the stream has queued and what
  * that depends on (a copy to pageable memory). The caller has checked the arguments; work is
  * not called while a kernel fault is pending (the op is recorded as skipped). */

@@ -49,6 +49,8 @@ struct Allocation {
     size_t map_len;
     uintptr_t data;   /* first readable byte (page aligned) */
     size_t data_len;  /* readable bytes */
+    int device;       /* the device current when it was made (README.md, "Several devices") */
+    bool managed;     /* cudaMallocManaged: every device may touch it */
 };
 
 std::mutex g_mutex;
@@ -110,7 +112,7 @@ void fill_padding(const Allocation &a)
     std::memset((void *)(a.base + a.size), PAD_BYTE, a.data + a.data_len - a.base - a.size);
 }
 
-cudaError_t allocate(void **ptr, size_t size)
+cudaError_t allocate(void **ptr, size_t size, bool managed)
 {
     if (!ptr)
         return record(cudaErrorInvalidValue);
@@ -136,6 +138,8 @@ cudaError_t allocate(void **ptr, size_t size)
     }
     a.base = a.data + a.data_len - round_up(size, ALIGN);
     a.size = size;
+    a.device = current_device();
+    a.managed = managed;
     fill_padding(a);
     std::lock_guard<std::mutex> lock(g_mutex);
     g_live[a.base] = a;
@@ -186,6 +190,21 @@ bool is_pinned(const void *p, size_t n)
     std::lock_guard<std::mutex> lock(g_mutex);
     auto it = pinned_overlap(a, n);
     return it != g_pinned.end() && a >= it->first && n <= it->second.size - (a - it->first);
+}
+
+int owner_of(const void *p, bool *managed, uintptr_t *base, size_t *size)
+{
+    std::lock_guard<std::mutex> lock(g_mutex);
+    const Allocation *a = mapping_of(g_live, (uintptr_t)p);
+    if (!a)
+        return -1;
+    if (managed)
+        *managed = a->managed;
+    if (base)
+        *base = a->base;
+    if (size)
+        *size = a->size;
+    return a->device;
 }
 
 Where classify(const void *p, size_t n)
@@ -286,12 +305,25 @@ static cudaMemcpyKind direction(const void *dst, const void *src, size_t count, 
 
 static std::atomic<unsigned long long> g_to_host{0}; /* emu_bytes_to_host */
 
+/* The device of a copy's device side: its allocation's; a __device__ variable (which a GPU has
+ * on every device, the CPU backend once), the current device's. */
+static int side_device(const void *p)
+{
+    int owner = owner_of(p);
+    return owner >= 0 ? owner : current_device();
+}
+
 /* every copy's description is made here, once, when it is issued */
-static OpDesc copy_desc(cudaMemcpyKind dir, size_t count, bool pageable)
+static OpDesc copy_desc(cudaMemcpyKind dir, size_t count, bool pageable, void *dst, const void *src)
 {
     if (dir == cudaMemcpyDeviceToHost)
         g_to_host += count;
-    return OpDesc{OpKind::MEMCPY, nullptr, dir, count, pageable};
+    OpDesc d{OpKind::MEMCPY, nullptr, dir, count, pageable};
+    if (dir == cudaMemcpyDeviceToHost || dir == cudaMemcpyDeviceToDevice)
+        d.src_device = side_device(src);
+    if (dir == cudaMemcpyHostToDevice || dir == cudaMemcpyDeviceToDevice)
+        d.dst_device = side_device(dst);
+    return d;
 }
 
 static cudaError_t check_copy(void *dst, const void *src, size_t count, cudaMemcpyKind kind)
@@ -318,13 +350,13 @@ extern "C" {
 
 cudaError_t cudaMalloc(void **dev_ptr, size_t size)
 {
-    return allocate(dev_ptr, size);
+    return allocate(dev_ptr, size, false);
 }
 
 cudaError_t cudaMallocManaged(void **dev_ptr, size_t size, unsigned int flags)
 {
     (void)flags;
-    return allocate(dev_ptr, size);
+    return allocate(dev_ptr, size, true);
 }
 
 cudaError_t cudaFree(void *dev_ptr)
@@ -409,6 +441,7 @@ cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attributes, c
     attributes->device = 0;
     if (classify(ptr, 1) != Where::HOST) {
         attributes->type = cudaMemoryTypeDevice;
+        attributes->device = side_device(ptr); /* the allocation's device */
         attributes->devicePointer = const_cast<void *>(ptr);
     } else if (is_pinned(ptr, 1)) {
         attributes->type = cudaMemoryTypeHost;
@@ -444,7 +477,7 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, cudaMemcpyKind 
         return record(e);
     if (count) {
         cudaMemcpyKind dir = direction(dst, src, count, kind);
-        submit(0, copy_desc(dir, count, false), [=] { std::memmove(dst, src, count); });
+        submit(0, copy_desc(dir, count, false, dst, src), [=] { std::memmove(dst, src, count); });
     }
     return cudaSuccess;
 }
@@ -475,26 +508,89 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, cudaMemcpy
     const bool from_host = dir == cudaMemcpyHostToDevice || dir == cudaMemcpyHostToHost;
     const bool pageable = (to_host && !is_pinned(dst, count)) || (from_host && !is_pinned(src, count));
     if (capturing(stream)) {
-        submit(stream, copy_desc(dir, count, pageable), [=] { std::memmove(dst, src, count); });
+        submit(stream, copy_desc(dir, count, pageable, dst, src), [=] { std::memmove(dst, src, count); });
         return cudaSuccess;
     }
     if (is_legacy(stream)) {
-        submit(stream, copy_desc(dir, count, pageable), [=] { std::memmove(dst, src, count); });
+        submit(stream, copy_desc(dir, count, pageable, dst, src), [=] { std::memmove(dst, src, count); });
         return pageable && to_host ? sync_check() : cudaSuccess;
     }
     if (to_host && (pageable || dir == cudaMemcpyHostToHost)) {
         /* the host waits: a copy to pageable memory, or between two host buffers */
-        submit(stream, copy_desc(dir, count, pageable), [=] { std::memmove(dst, src, count); }, true);
+        submit(stream, copy_desc(dir, count, pageable, dst, src), [=] { std::memmove(dst, src, count); },
+               true);
         return sync_check();
     }
     if (pageable) {
         auto staged = std::make_shared<std::vector<unsigned char>>((const unsigned char *)src,
                                                                    (const unsigned char *)src + count);
-        submit(stream, copy_desc(dir, count, true),
+        submit(stream, copy_desc(dir, count, true, dst, src),
                [=] { std::memcpy(dst, staged->data(), count); });
         return cudaSuccess;
     }
-    submit(stream, copy_desc(dir, count, false), [=] { std::memmove(dst, src, count); });
+    submit(stream, copy_desc(dir, count, false, dst, src), [=] { std::memmove(dst, src, count); });
+    return cudaSuccess;
+}
+
+/* A peer copy's side on device dev: [p, p + count) inside one allocation of dev, or a managed
+ * one, or a __device__ variable (which a GPU has on every device). */
+static bool on_device(const void *p, size_t count, int dev)
+{
+    if (!p || classify(p, count) != Where::DEVICE)
+        return false;
+    bool managed = false;
+    const int owner = owner_of(p, &managed);
+    return owner < 0 || owner == dev || managed;
+}
+
+static cudaError_t check_peer(void *dst, int dst_device, const void *src, int src_device, size_t count)
+{
+    if (!valid_device(dst_device) || !valid_device(src_device))
+        return cudaErrorInvalidDevice;
+    if (count && (!on_device(dst, count, dst_device) || !on_device(src, count, src_device)))
+        return cudaErrorInvalidValue;
+    return cudaSuccess;
+}
+
+static OpDesc peer_desc(int dst_device, int src_device, size_t count)
+{
+    OpDesc d{OpKind::MEMCPY, nullptr, cudaMemcpyDeviceToDevice, count, false};
+    d.src_device = src_device;
+    d.dst_device = dst_device;
+    return d;
+}
+
+/* Peer copies work with or without peer access, as on a GPU (whose driver then stages them
+ * through the host). cudaMemcpyPeer is a legacy-stream copy, as cudaMemcpy is. */
+cudaError_t cudaMemcpyPeer(void *dst, int dstDevice, const void *src, int srcDevice, size_t count)
+{
+    if (cudaError_t e = capture_check(0))
+        return record(e);
+    drain_legacy();
+    if (cudaError_t e = sync_check())
+        return e;
+    if (cudaError_t e = check_peer(dst, dstDevice, src, srcDevice, count))
+        return record(e);
+    if (count)
+        submit(0, peer_desc(dstDevice, srcDevice, count), [=] { std::memmove(dst, src, count); });
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src, int srcDevice, size_t count,
+                                cudaStream_t stream)
+{
+    if (cudaError_t e = api_check())
+        return e;
+    if (!valid_stream(stream))
+        return record(cudaErrorInvalidResourceHandle);
+    if (cudaError_t e = capture_check(stream))
+        return record(e);
+    if (device_failed())
+        return cudaSuccess; /* the stream is dead; the fault surfaces at the next sync */
+    if (cudaError_t e = check_peer(dst, dstDevice, src, srcDevice, count))
+        return record(e);
+    if (count)
+        submit(stream, peer_desc(dstDevice, srcDevice, count), [=] { std::memmove(dst, src, count); });
     return cudaSuccess;
 }
 
@@ -519,7 +615,7 @@ cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitc
     if (!ok)
         return record(cudaErrorInvalidValue);
     cudaMemcpyKind dir = direction(dst, src, 1, kind);
-    submit(0, copy_desc(dir, width * height, false), [=] {
+    submit(0, copy_desc(dir, width * height, false, dst, src), [=] {
         for (size_t r = 0; r < height; ++r)
             std::memmove((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
     });
@@ -600,7 +696,8 @@ cudaError_t cudaMemcpyToSymbol(const void *symbol, const void *src, size_t count
         return record(cudaErrorInvalidMemcpyDirection);
     if (count) {
         void *dst = (char *)symbol + offset;
-        submit(0, copy_desc(kind == cudaMemcpyDeviceToDevice ? kind : cudaMemcpyHostToDevice, count, false),
+        submit(0,
+               copy_desc(kind == cudaMemcpyDeviceToDevice ? kind : cudaMemcpyHostToDevice, count, false, dst, src),
                [=] { std::memmove(dst, src, count); });
     }
     return cudaSuccess;
@@ -620,7 +717,8 @@ cudaError_t cudaMemcpyFromSymbol(void *dst, const void *symbol, size_t count, si
         return record(cudaErrorInvalidMemcpyDirection);
     if (count) {
         const void *src = (const char *)symbol + offset;
-        submit(0, copy_desc(kind == cudaMemcpyDeviceToDevice ? kind : cudaMemcpyDeviceToHost, count, false),
+        submit(0,
+               copy_desc(kind == cudaMemcpyDeviceToDevice ? kind : cudaMemcpyDeviceToHost, count, false, dst, src),
                [=] { std::memmove(dst, src, count); });
     }
     return cudaSuccess;

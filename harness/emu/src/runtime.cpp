@@ -118,6 +118,11 @@ const ErrorText ERROR_TEXTS[] = {
     {cudaErrorMisalignedAddress, "cudaErrorMisalignedAddress", "misaligned address"},
     {cudaErrorLaunchFailure, "cudaErrorLaunchFailure", "unspecified launch failure"},
     {cudaErrorNotSupported, "cudaErrorNotSupported", "operation not supported"},
+    {cudaErrorPeerAccessUnsupported, "cudaErrorPeerAccessUnsupported",
+     "peer access is not supported between these two devices"},
+    {cudaErrorPeerAccessAlreadyEnabled, "cudaErrorPeerAccessAlreadyEnabled",
+     "peer access is already enabled"},
+    {cudaErrorPeerAccessNotEnabled, "cudaErrorPeerAccessNotEnabled", "peer access has not been enabled"},
     {cudaErrorStreamCaptureUnsupported, "cudaErrorStreamCaptureUnsupported",
      "operation not permitted when stream is capturing"},
     {cudaErrorStreamCaptureInvalidated, "cudaErrorStreamCaptureInvalidated",
@@ -275,36 +280,16 @@ int emu_is_emulator(void)
     return 1;
 }
 
-cudaError_t cudaGetDeviceCount(int *count)
-{
-    if (!count)
-        return record(cudaErrorInvalidValue);
-    *count = 1;
-    return api_check();
-}
-
-cudaError_t cudaGetDevice(int *device)
-{
-    if (!device)
-        return record(cudaErrorInvalidValue);
-    *device = 0;
-    return api_check();
-}
-
-cudaError_t cudaSetDevice(int device)
-{
-    if (device != 0)
-        return record(cudaErrorInvalidDevice);
-    return api_check();
-}
+/* cudaGetDeviceCount, cudaGetDevice, cudaSetDevice, peer access: devices.cpp */
 
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device)
 {
     if (!prop)
         return record(cudaErrorInvalidValue);
-    if (device != 0)
+    if (!valid_device(device))
         return record(cudaErrorInvalidDevice);
     fill_properties(prop);
+    prop->pciBusID = device; /* the devices share the profile; this tells them apart */
     return api_check();
 }
 
@@ -312,7 +297,7 @@ cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int device)
 {
     if (!value)
         return record(cudaErrorInvalidValue);
-    if (device != 0)
+    if (!valid_device(device))
         return record(cudaErrorInvalidDevice);
     cudaDeviceProp p;
     fill_properties(&p);
@@ -378,6 +363,7 @@ cudaError_t cudaDeviceReset(void)
     if (cudaError_t e = capture_sync_check())
         return record(e);
     drain_all();
+    reset_peer_access(current_device()); /* its context, and the peer mappings, are gone */
     return sync_check();
 }
 

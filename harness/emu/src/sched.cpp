@@ -1045,15 +1045,55 @@ bool check_launch(const void *kernel, const Cfg &c)
         record(cudaErrorInvalidResourceHandle);
         return false;
     }
+    /* a stream of another device than the current one (README.md, "Several devices") */
+    if (!is_legacy(c.stream) && stream_device(c.stream) != current_device()) {
+        record(cudaErrorInvalidResourceHandle);
+        return false;
+    }
     return true;
 }
+
+namespace {
+
+/* A kernel's pointer parameters, by their position from 1 (several devices only). */
+using PointerParams = std::vector<std::pair<int, const void *>>;
+
+/* A kernel of `device` given a pointer into another device's allocation, without peer access
+ * from `device` to that one: on a GPU, an illegal address at the first access. Here the launch
+ * does nothing and leaves the fault a kernel's leaves, reported as sched's reports are. Managed
+ * memory is every device's. */
+bool peer_fault(const void *kernel, int device, const PointerParams &params)
+{
+    for (const auto &param : params) {
+        bool managed = false;
+        uintptr_t base = 0;
+        size_t size = 0;
+        const int owner = owner_of(param.second, &managed, &base, &size);
+        if (owner < 0 || owner == device || managed || peer_enabled(device, owner))
+            continue;
+        std::string kernel_name = symbol_name(kernel);
+        std::fprintf(stderr,
+                     "emu: kernel %s on device %d: argument %d (%p) points into the %zu-byte "
+                     "allocation at %p of device %d, and device %d has no peer access to device "
+                     "%d (cudaSetDevice(%d); cudaDeviceEnablePeerAccess(%d, 0)): an illegal "
+                     "address on a GPU; the kernel did not run\n",
+                     kernel_name.c_str(), device, param.first, param.second, size, (void *)base,
+                     owner, device, owner, device, owner);
+        kernel_failed(cudaErrorIllegalAddress);
+        return true;
+    }
+    return false;
+}
+
+} /* namespace */
 
 /* The launch as written: refused now on its own arguments (as a GPU refuses it), or by the
  * rules of stream capture, then run now on the legacy stream, queued on the program's stream or
  * captured into its graph (streams.cpp). A queued or captured launch owns a copy of the
  * parameters, since the caller's pack dies with the launch expression. */
 void launch(const void *kernel, const Cfg &c, void (*body)(void *), void *pack,
-            void *(*clone)(const void *), void (*drop)(void *))
+            void *(*clone)(const void *), void (*drop)(void *), const void *const *pointers,
+            int nparams)
 {
     if (api_check() != cudaSuccess || !check_launch(kernel, c))
         return;
@@ -1062,6 +1102,27 @@ void launch(const void *kernel, const Cfg &c, void (*body)(void *), void *pack,
         return;
     }
     const OpDesc d{OpKind::KERNEL, kernel, cudaMemcpyDefault, 0, false};
+    if (device_count() > 1) {
+        /* the pointers are checked when the kernel runs, against the peer access then */
+        const int device = current_device();
+        PointerParams params;
+        for (int i = 0; i < nparams; ++i)
+            if (pointers[i])
+                params.emplace_back(i + 1, pointers[i]);
+        if (is_legacy(c.stream)) {
+            submit(c.stream, d, [&] {
+                if (!device_failed() && !peer_fault(kernel, device, params))
+                    run_kernel(kernel, c, body, pack);
+            });
+            return;
+        }
+        std::shared_ptr<void> owned(clone(pack), drop);
+        submit(c.stream, d, [kernel, c, body, owned, device, params] {
+            if (!device_failed() && !peer_fault(kernel, device, params))
+                run_kernel(kernel, c, body, owned.get());
+        });
+        return;
+    }
     if (is_legacy(c.stream)) {
         submit(c.stream, d, [&] { run_kernel(kernel, c, body, pack); });
         return;

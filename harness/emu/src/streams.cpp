@@ -66,6 +66,7 @@ struct CUevent_st {
     bool answered_not_ready;
     std::shared_ptr<emu::Capture> captured; /* the latest record was captured there */
     std::vector<size_t> captured_deps;      /* the capturing stream's dependency set then */
+    int device;                             /* current when it was created */
 };
 
 /* A graph: nodes in the order they were captured, each after the nodes it depends on. Graphs
@@ -134,6 +135,8 @@ struct Op {
     OpDesc desc;
     size_t queue = 0;                 /* the queue it waits in */
     int stream = 0;                   /* its stream's number in the record */
+    int device = 0;                   /* its stream's device (the legacy stream: the current
+                                         device when it was issued) */
     int graph = 0;                    /* from a graph launch: the executable graph's index */
     uint64_t issue = 0;
     std::function<void()> work;
@@ -151,6 +154,7 @@ struct Stream {
     int number = 0;                   /* in the record: 0 the legacy stream, 1, 2, ... the
                                          program's in creation order, -1 a graph's lane */
     bool blocking = true;             /* synchronises with the legacy stream */
+    int device = 0;                   /* current when it was created */
     bool live = true;                 /* its handle is not destroyed (its work still runs) */
     std::deque<Op> queue;
     bool answered_not_ready = false;  /* cudaStreamQuery said NotReady: the next query runs it */
@@ -167,6 +171,7 @@ struct Entry {
     cudaMemcpyKind copy;
     bool host_sync, pageable, skipped;
     int stream, event, graph;
+    int device, src_device, dst_device;
     const void *kernel;
     size_t bytes;
     uint64_t issue, run;
@@ -248,6 +253,12 @@ size_t queue_of(cudaStream_t s)
     return is_legacy(s) ? 0 : (size_t)s->queue;
 }
 
+/* the device of the work issued to queue q now: the legacy stream is every device's */
+int queue_device(size_t q)
+{
+    return q == 0 ? current_device() : g_streams[q].device;
+}
+
 /* What a synchronisation waits for: the operations of queue i whose issue number is below
  * need[i]. */
 using Need = std::vector<uint64_t>;
@@ -320,6 +331,9 @@ void execute(Op &op, bool host_sync)
     e.stream = op.stream;
     e.event = op.event;
     e.graph = op.graph;
+    e.device = op.device;
+    e.src_device = op.desc.src_device;
+    e.dst_device = op.desc.dst_device;
     e.kernel = op.desc.kernel;
     e.bytes = op.desc.bytes;
     e.issue = op.issue;
@@ -418,6 +432,7 @@ void issue(cudaStream_t s, Op op, bool host_waits)
         return;
     }
     op.stream = g_streams[q].number;
+    op.device = queue_device(q);
     if (q != 0 && !host_waits) {
         enqueue(q, std::move(op));
         return;
@@ -475,6 +490,8 @@ std::string op_name(const Entry &e)
         return it->second;
     }
     case OpKind::MEMCPY:
+        if (e.src_device >= 0 && e.dst_device >= 0 && e.src_device != e.dst_device)
+            return "P2P"; /* between the memory of two devices */
         switch (e.copy) {
         case cudaMemcpyHostToDevice: return "H2D";
         case cudaMemcpyDeviceToHost: return "D2H";
@@ -511,6 +528,9 @@ void fill(const Entry &e, emu_op *out)
     out->event = e.event;
     out->after = e.after;
     out->graph = e.graph;
+    out->device = e.device;
+    out->src_device = e.src_device;
+    out->dst_device = e.dst_device;
 }
 
 /* ---- stream capture */
@@ -655,6 +675,7 @@ void launch_graph(CUgraphExec_st &x, cudaStream_t s)
 {
     const size_t q = queue_of(s);
     const int number = g_streams[q].number;
+    const int device = queue_device(q);
     Op start;
     start.desc = OpDesc{OpKind::GRAPH_LAUNCH, nullptr, cudaMemcpyDefault, 0, false};
     start.graph = x.index;
@@ -671,6 +692,7 @@ void launch_graph(CUgraphExec_st &x, cudaStream_t s)
         op.desc = n.desc;
         op.work = n.work;
         op.stream = number;
+        op.device = device;
         op.graph = x.index;
         op.host_sync = q == 0;
         op.completes = done[i] = tails[n.lane] = std::make_shared<Mark>();
@@ -745,6 +767,12 @@ namespace emu {
 bool valid_stream(cudaStream_t s)
 {
     return is_legacy(s) || s->magic == STREAM_MAGIC;
+}
+
+int stream_device(cudaStream_t s)
+{
+    Lock lock(g_mutex);
+    return queue_device(queue_of(s));
 }
 
 void submit(cudaStream_t stream, const OpDesc &d, std::function<void()> work, bool host_waits)
@@ -853,6 +881,7 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned int flags)
     g_streams.emplace_back();
     g_streams.back().number = ++g_streams_made;
     g_streams.back().blocking = !(flags & cudaStreamNonBlocking);
+    g_streams.back().device = current_device();
     ++g_live_streams;
     *stream = new CUstream_st{STREAM_MAGIC, (int)g_streams.size() - 1};
     return cudaSuccess;
@@ -1029,7 +1058,8 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags)
         return e;
     Lock lock(g_mutex);
     ++g_live_events;
-    *event = new CUevent_st{EVENT_MAGIC, ++g_events_made, flags, nullptr, false, nullptr, {}};
+    *event = new CUevent_st{EVENT_MAGIC, ++g_events_made, flags, nullptr, false, nullptr, {},
+                            current_device()};
     return cudaSuccess;
 }
 
@@ -1053,6 +1083,8 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
     if (cudaError_t e = api_check())
         return e;
     Lock lock(g_mutex);
+    if (event->device != queue_device(queue_of(stream)))
+        return record(cudaErrorInvalidResourceHandle); /* an event and a stream of two devices */
     if (cudaError_t e = capture_check(stream))
         return record(e);
     event->answered_not_ready = false;
@@ -1105,7 +1137,7 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
 {
     if (!ms)
         return record(cudaErrorInvalidValue);
-    if (!valid_event(start) || !valid_event(end))
+    if (!valid_event(start) || !valid_event(end) || start->device != end->device)
         return record(cudaErrorInvalidResourceHandle);
     if (cudaError_t e = api_check())
         return e;
@@ -1419,12 +1451,13 @@ int emu_schedule_write_tsv(const char *path)
     if (!f)
         return -1;
     std::fprintf(f, "issue\trun\tstream\tkind\tname\tbytes\tstart_ms\tend_ms\thost_sync\tpageable\t"
-                    "skipped\tevent\tafter\tgraph\n");
+                    "skipped\tevent\tafter\tgraph\tdevice\tsrc_device\tdst_device\n");
     for (const Entry &e : g_schedule)
-        std::fprintf(f, "%llu\t%llu\t%d\t%s\t%s\t%zu\t%.6f\t%.6f\t%d\t%d\t%d\t%d\t%lld\t%d\n",
+        std::fprintf(f, "%llu\t%llu\t%d\t%s\t%s\t%zu\t%.6f\t%.6f\t%d\t%d\t%d\t%d\t%lld\t%d\t%d\t%d\t%d\n",
                      (unsigned long long)e.issue, (unsigned long long)e.run, e.stream,
                      kind_word(e.kind), op_name(e).c_str(), e.bytes, e.start, e.end, e.host_sync,
-                     e.pageable, e.skipped, e.event, e.after, e.graph);
+                     e.pageable, e.skipped, e.event, e.after, e.graph, e.device, e.src_device,
+                     e.dst_device);
     return std::fclose(f) == 0 ? 0 : -1;
 }
 

@@ -131,9 +131,31 @@ inline Cfg cfg(dim3 grid, dim3 block, size_t smem = 0, cudaStream_t stream = 0)
  * cudaGetLastError. `kernel` is the kernel's address: its identity for cudaFuncSetAttribute
  * and its name in reports. A launch on a stream of the program's own is queued, to run at a
  * later synchronisation: it keeps clone(pack), a copy of the parameters made at the launch
- * as on a GPU, and frees it with drop. */
+ * as on a GPU, and frees it with drop. pointers[i] is parameter i's value when it is a pointer
+ * to an object, else null (nparams of them): with several devices, one that points into
+ * another device's memory needs peer access (README.md, "Several devices"). */
 void launch(const void *kernel, const Cfg &cfg, void (*body)(void *), void *pack,
-            void *(*clone)(const void *), void (*drop)(void *));
+            void *(*clone)(const void *), void (*drop)(void *), const void *const *pointers,
+            int nparams);
+
+template <class T> inline const void *pointer_param(const T &)
+{
+    return nullptr;
+}
+template <class T> inline const void *pointer_param(T *const &p)
+{
+    if constexpr (std::is_object<T>::value)
+        return (const void *)p;
+    else
+        return nullptr; /* a function pointer */
+}
+template <class Tuple, size_t... I>
+inline void pointer_params(const Tuple &t, const void **out, std::index_sequence<I...>)
+{
+    ((out[I] = pointer_param(std::get<I>(t))), ...);
+    (void)t;
+    (void)out;
+}
 
 template <class... P> struct Pending {
     void (*kernel)(P...);
@@ -159,13 +181,15 @@ template <class... P, class... A> inline void operator^(const Pending<P...> &p, 
         std::tuple<std::decay_t<P>...> params;
     };
     Pack pack{p.kernel, std::make_from_tuple<std::tuple<std::decay_t<P>...>>(std::move(a.refs))};
+    const void *pointers[sizeof...(P) + 1] = {};
+    pointer_params(pack.params, pointers, std::index_sequence_for<P...>{});
     launch(reinterpret_cast<const void *>(p.kernel), p.cfg,
            [](void *v) {
                Pack *pk = static_cast<Pack *>(v);
                std::apply(pk->kernel, pk->params);
            },
            &pack, [](const void *v) -> void * { return new Pack(*static_cast<const Pack *>(v)); },
-           [](void *v) { delete static_cast<Pack *>(v); });
+           [](void *v) { delete static_cast<Pack *>(v); }, pointers, (int)sizeof...(P));
 }
 
 } /* namespace emu */
