@@ -1,0 +1,108 @@
+/* collective.h: the contract of chapter 12, more than one GPU: two steps.
+ *
+ *   step 1  the links between the GPUs          links_open, links_close (step1_links.cu)
+ *   step 2  a ring all-reduce by hand           ring_create, ring_allreduce, ring_destroy
+ *                                               (step2_ring.cu)
+ *
+ * Given (collective_given.cu): the all-reduce every program starts from, through the host
+ * (allreduce_host), which step 2's starter calls and its grader and bench measure beside the
+ * ring.
+ *
+ * One process drives every GPU: cudaSetDevice(d) makes device d current for the calling host
+ * thread, and what is made then (buffers, streams, events) belongs to device d. A kernel runs
+ * on the current device, on a stream of that device. With unified addressing every device
+ * pointer names its device, so a copy between two devices' buffers needs no device number
+ * (cudaMemcpyPeerAsync names them anyway), and a kernel may read or write another device's
+ * memory directly once that device is a peer of its own (cudaDeviceEnablePeerAccess).
+ *
+ * Host code, so library code: nothing here may exit() or abort(); every failure is returned,
+ * after what the function took (streams, events, buffers, peer access) has been given back. A
+ * function handed bad arguments (a NULL pointer, a device count out of range, a size of 0)
+ * returns cudaErrorInvalidValue and takes nothing. Every function leaves the calling thread's
+ * current device as it found it, and leaves no error behind for cudaGetLastError to find.
+ *
+ * The grader, the bench and the book call only what is declared here. */
+#ifndef COLLECTIVE_H
+#define COLLECTIVE_H
+
+#include <stddef.h>
+
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MGPU_MAX 8 /* the most devices a ring spans here */
+
+/* ---- given ---------------------------------------------------------------------------------- */
+
+/* The all-reduce through the host: each of the ndev buffers (buf[d], count floats on device d)
+ * copied to the host, summed there in device order, and the sum copied back into every buffer.
+ * Correct and simple; every byte crosses the host link twice, and the host adds. Returns once
+ * every buffer holds the sum. */
+cudaError_t allreduce_host(float *const buf[], int ndev, size_t count);
+
+/* ---- step 1: the links between the GPUs -------------------------------------------------------
+ *
+ * links_open(l, ndev) opens every link the machine has among devices 0 .. ndev - 1: for each
+ * ordered pair (i, j), i != j, that cudaDeviceCanAccessPeer allows, access from device i to
+ * device j's memory (cudaDeviceEnablePeerAccess(j, 0) with device i current). Access is one way:
+ * enabling it from i to j lets i's kernels reach j's memory, not the reverse. On return
+ * l->peer[i][j] is 1 where device i reaches device j directly, whether links_open enabled it or
+ * it was enabled before (cudaErrorPeerAccessAlreadyEnabled: not a failure, and not left for
+ * cudaGetLastError either), and 0 elsewhere (the diagonal included); l->opened[i][j] is 1 where
+ * links_open itself enabled it. ndev < 1, or more than cudaGetDeviceCount's or MGPU_MAX:
+ * cudaErrorInvalidValue. On a failure it disables what it had enabled and returns the error.
+ *
+ * links_close(l) disables exactly what links_open enabled (l->opened), and leaves l with
+ * ndev 0 and no link. */
+struct links {
+    int ndev;
+    int peer[MGPU_MAX][MGPU_MAX];    /* 1: device i's kernels and copies reach device j's memory */
+    int opened[MGPU_MAX][MGPU_MAX];  /* 1: links_open enabled that access (links_close undoes it) */
+};
+cudaError_t links_open(struct links *l, int ndev);
+cudaError_t links_close(struct links *l);
+
+/* ---- step 2: a ring all-reduce by hand --------------------------------------------------------
+ *
+ * ring_allreduce(r, buf): buf[d] is device d's buffer of r->count floats, for d < r->ndev, with
+ * no work pending on it. On return every buf[d][i] holds the sum over the devices of what
+ * buf[e][i] held on entry. The devices form a ring, each reading from the one before it (device
+ * d from device d - 1, device 0 from device ndev - 1) through the link step 1 opened, by kernels
+ * of its own that read the neighbour's memory directly: a reduce-scatter (ndev - 1 steps, after
+ * which each device holds the whole sum of one segment of the buffer) then an all-gather
+ * (ndev - 1 steps, which hand every segment round the ring). Each segment goes in chunks of
+ * r->chunk floats, so that a device starts a step on a chunk as soon as its neighbour has
+ * finished the step before on that chunk, not on the whole segment. Nothing goes through the
+ * host. Each kernel launches at most RING_MAX_BLOCKS blocks: the ring leaves the rest of each
+ * GPU to the work it overlaps. Returns once every buffer holds the sum. One device: nothing to
+ * do.
+ *
+ * ring_create(r, l, count, chunk): the streams and events for buffers of `count` floats and
+ * chunks of `chunk`, on the l->ndev devices of l (l stays open while the ring is used). Every
+ * device must reach the one before it in the ring (l->peer[d][d - 1]), else
+ * cudaErrorPeerAccessNotEnabled; count or chunk 0, or a chunk so small that a segment
+ * (count / ndev floats, rounded up) would take more than RING_MAX_CHUNKS of them:
+ * cudaErrorInvalidValue. On a failure it returns the error holding nothing. ring_destroy gives
+ * it all back. */
+#define RING_MAX_BLOCKS 32
+#define RING_MAX_CHUNKS 4096
+struct ring {
+    int ndev;
+    size_t count;                    /* floats a buffer */
+    size_t chunk;                    /* floats a chunk */
+    cudaStream_t stream[MGPU_MAX];   /* one a device, made on it */
+    cudaEvent_t *ready[MGPU_MAX];    /* yours to use: events made on each device */
+    int nready;                      /* how many events each ready[d] holds */
+};
+cudaError_t ring_create(struct ring *r, const struct links *l, size_t count, size_t chunk);
+cudaError_t ring_allreduce(struct ring *r, float *const buf[]);
+cudaError_t ring_destroy(struct ring *r);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

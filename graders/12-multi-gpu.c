@@ -1,0 +1,1235 @@
+/* 12-multi-gpu.c: the grader of chapter 12, and its bench. Two steps (collective.h):
+ *
+ *   step 1  links_open, links_close: peer access between every pair of devices that allows it
+ *   step 2  ring_create, ring_allreduce, ring_destroy: a ring all-reduce by hand
+ *
+ * Each step is graded on
+ *   correctness  on the CPU backend, machines of 1 to 4 emulated devices (harness/emu/README.md,
+ *                "Several devices"), some with every link, some with none, some with a few; on
+ *                a GPU, the machine's own devices. Step 1: which device reaches which, as the
+ *                machine says and as the accesses really are, before and after links_close.
+ *                Step 2: fresh random integer-valued inputs (never zeros) whose sums are exact
+ *                in any order, every device's buffer compared bit for bit with the sum, three
+ *                times, the second and third with the CPU backend's streams run in a shuffled
+ *                order that keeps only the declared dependencies; guard zones round every
+ *                buffer
+ *   errors       bad arguments refused with cudaErrorInvalidValue, a missing link with
+ *                cudaErrorPeerAccessNotEnabled, nothing left held; every call leaves the
+ *                current device as it found it and no error for cudaGetLastError
+ *   concept      on the CPU backend, from the schedule its stream scheduler records: no copy
+ *                through the host, and on every device a kernel a step at least, each step
+ *                after a wait on an event of the device before it in the ring
+ *   speed        on a GPU with two devices or more: the ring against allreduce_host, both
+ *                timed in the same run
+ *
+ * Every test is split into a runner and a judge (grade.h, "the judge and the runner"): the
+ * runner makes every call of the code under grading and every CUDA call, and sends what only
+ * its process can read (return codes, the accesses it found enabled, the buffers' bytes, the
+ * CPU backend's counts and schedule, timings); the judge, which never runs that code and makes
+ * no CUDA call, makes every check on inputs of its own from the same seed. What comes back is a
+ * claim of the code under grading: bounded before it sizes anything, never a pointer.
+ *
+ *   grade --bench F  on a GPU: a peer copy one way and both ways at once, the same bytes
+ *                through the host, and the ring against allreduce_host at sizes from 1 MiB to
+ *                1 GiB, on every device the machine has (rows of algorithm bandwidth); on the
+ *                CPU backend, the same rows on 2 and 4 emulated devices in host time, which says
+ *                nothing about a GPU.
+ */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "collective.h"
+#include "cuda_check.h"
+#include "grade.h"
+#ifdef HARNESS_EMU
+#include <emu_devices.h>
+#include <emu_memory.h>
+#include <emu_streams.h>
+#endif
+
+#define CHAPTER "12-multi-gpu"
+#define MIB ((size_t)1 << 20)
+#define RING_NEEDS 3.0   /* the ring over allreduce_host at 256 MiB a device, at least */
+#define SPEED_FLOATS ((size_t)64 << 20) /* 256 MiB a device */
+#define SPEED_REPS 5
+#define INPUT_RANGE (1 << 20) /* inputs in [-2^20, 2^20]: a sum of 8 stays under 2^24, exact */
+
+static const char *err_name(cudaError_t e)
+{
+    return cudaGetErrorName(e);
+}
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+}
+
+/* ==== the judge and the runner ===================================================================
+ *
+ * The runner makes every CUDA call and every call of the code under grading; the judge makes the
+ * same draws from the same seed, receives what the runner saw, and checks it. Unsplit
+ * (CK_FORK=no) one process does both; the exchanges do nothing. */
+
+/* 1 where the code under grading runs: the runner, or an unsplit test */
+static int runs(void)
+{
+    return grade_role() != GRADE_JUDGE;
+}
+
+/* 1 where checks are made: the judge, or an unsplit test */
+static int judges(void)
+{
+    return grade_role() != GRADE_RUNNER;
+}
+
+/* ck_assert_msg where checks are made; the runner checks nothing */
+#define JUDGE(cond, ...) do { if (judges()) ck_assert_msg(cond, __VA_ARGS__); } while (0)
+
+#define PIECE (4 * MIB) /* the most bytes one message carries */
+
+/* n bytes at p: the runner's sent, the judge's overwritten with them, a piece at a time */
+static void exchange_pieces(void *p, size_t n)
+{
+    for (size_t off = 0; off < n; off += PIECE)
+        grade_exchange_bytes((unsigned char *)p + off, n - off < PIECE ? n - off : PIECE);
+}
+
+static cudaError_t code_seen(cudaError_t e)
+{
+    grade_exchange_bytes(&e, sizeof e);
+    return e;
+}
+
+/* The code `call` returned, as both see it: made where the code runs, its code sent */
+#define SEEN(call) code_seen(runs() ? (call) : cudaSuccess)
+
+/* The next seed drawn, and the CPU backend's schedule shuffled with it where the code runs */
+static void shuffle(struct rng *r)
+{
+    unsigned long long seed = rng_next(r);
+    if (runs())
+        gpu_shuffle_schedule(seed);
+}
+
+/* ==== the machine ================================================================================
+ *
+ * On the CPU backend a test makes the machine it grades on: n emulated devices and the pairs that
+ * can reach each other (emu_set_devices), in its runner, before any other CUDA call. On a GPU the
+ * machine is the one there is: every device the process sees, up to MGPU_MAX. */
+struct machine {
+    int n;
+    const char *peers; /* NULL: every pair; "": none; "0-1,2-3": those pairs, both ways */
+    const char *what;
+};
+
+/* the devices a GPU machine has, as grader_init probed them (0 where none answered) */
+static int gpu_devices(void)
+{
+    int n = grader_device()->devices;
+    return n > MGPU_MAX ? MGPU_MAX : n;
+}
+
+static struct machine this_gpu(void)
+{
+    return (struct machine){ gpu_devices(), NULL, "this machine's devices" };
+}
+
+/* where the code runs: the machine made (CPU backend) or checked (GPU) */
+static void machine_up(const struct machine *m)
+{
+    if (!runs())
+        return;
+#ifdef HARNESS_EMU
+    if (emu_set_devices(m->n, m->peers) != 0) {
+        fprintf(stderr, "grader: emu_set_devices(%d, \"%s\") refused\n", m->n,
+                m->peers ? m->peers : "(every pair)");
+        exit(EXIT_FAILURE);
+    }
+#endif
+    int count = 0;
+    CUDA_CHECK(cudaGetDeviceCount(&count));
+    if (count < m->n) {
+        fprintf(stderr, "grader: %d devices wanted, %d here\n", m->n, count);
+        exit(EXIT_FAILURE);
+    }
+}
+
+/* A matrix of 0/1 flags, one row a device, as the runner found it and sent it */
+struct flags {
+    int f[MGPU_MAX][MGPU_MAX];
+};
+
+static void flags_seen(struct flags *x)
+{
+    grade_exchange_bytes(x, sizeof *x);
+    for (int i = 0; i < MGPU_MAX; i++) /* claims: anything else than 0 reads as 1 */
+        for (int j = 0; j < MGPU_MAX; j++)
+            x->f[i][j] = x->f[i][j] != 0;
+}
+
+/* what cudaDeviceCanAccessPeer says of every pair, in the runner */
+static struct flags can_access(int n)
+{
+    struct flags c;
+    memset(&c, 0, sizeof c);
+    for (int i = 0; i < n && runs(); i++)
+        for (int j = 0; j < n; j++)
+            if (i != j)
+                CUDA_CHECK(cudaDeviceCanAccessPeer(&c.f[i][j], i, j));
+    flags_seen(&c);
+    return c;
+}
+
+/* Which accesses are enabled now: cudaDeviceEnablePeerAccess says so (already enabled), or, where
+ * it enables one, it is disabled again at once. The current device is put back. */
+static struct flags enabled_now(int n, const struct flags *can)
+{
+    struct flags on;
+    memset(&on, 0, sizeof on);
+    if (runs()) {
+        int was = 0;
+        CUDA_CHECK(cudaGetDevice(&was));
+        for (int i = 0; i < n; i++) {
+            CUDA_CHECK(cudaSetDevice(i));
+            for (int j = 0; j < n; j++) {
+                if (i == j || !can->f[i][j])
+                    continue;
+                cudaError_t e = cudaDeviceEnablePeerAccess(j, 0);
+                if (e == cudaSuccess) {
+                    CUDA_CHECK(cudaDeviceDisablePeerAccess(j));
+                } else if (e == cudaErrorPeerAccessAlreadyEnabled) {
+                    (void)cudaGetLastError();
+                    on.f[i][j] = 1;
+                } else {
+                    CUDA_CHECK(e);
+                }
+            }
+        }
+        CUDA_CHECK(cudaSetDevice(was));
+    }
+    flags_seen(&on);
+    return on;
+}
+
+/* the current device and the error left for cudaGetLastError, where the code ran */
+struct after {
+    int device;
+    cudaError_t left;
+};
+
+static struct after after_seen(void)
+{
+    struct after a = { -1, cudaSuccess };
+    if (runs()) {
+        CUDA_CHECK(cudaGetDevice(&a.device));
+        a.left = cudaGetLastError();
+    }
+    grade_exchange_bytes(&a, sizeof a);
+    return a;
+}
+
+/* fails the test where `call` moved the current device from `want` or left an error behind */
+static void check_after(int slot, const char *call, int want)
+{
+    struct after a = after_seen();
+    if (!judges())
+        return;
+    if (a.device != want) {
+        grade_hint(slot, "the current device belongs to the caller's thread: note it on entry "
+                         "(cudaGetDevice) and set it back before every return");
+        ck_abort_msg("the current device was %d before %s and %d after it", want, call,
+                     a.device);
+    }
+    if (a.left != cudaSuccess) {
+        grade_hint(slot, "a call that fails without a sticky error (cudaDeviceEnablePeerAccess "
+                         "on an access already enabled, say) leaves its error for the next "
+                         "cudaGetLastError: read it where you handle it");
+        ck_abort_msg("%s left %s for cudaGetLastError", call, err_name(a.left));
+    }
+}
+
+/* ==== what is held: the CPU backend's counts =================================================== */
+
+struct census {
+    int streams, events, buffers; /* -1 where nobody can count (a GPU) */
+};
+
+static struct census census_seen(void)
+{
+    struct census c = { -1, -1, -1 };
+#ifdef HARNESS_EMU
+    if (runs()) {
+        c.streams = emu_live_streams();
+        c.events = emu_live_events();
+        c.buffers = emu_live_allocations(0);
+    }
+    grade_exchange_bytes(&c, sizeof c);
+#endif
+    return c;
+}
+
+/* fails the test when more is held now than at `before` */
+static void check_census(int slot, struct census before, const char *what)
+{
+#ifdef HARNESS_EMU
+    struct census now = census_seen();
+    if (!judges())
+        return;
+    static const char *const NAMES[] = { "stream(s)", "event(s)", "device buffer(s)" };
+    int was[] = { before.streams, before.events, before.buffers };
+    int is[] = { now.streams, now.events, now.buffers };
+    char msg[256] = "";
+    size_t len = 0;
+    for (int i = 0; i < 3; i++)
+        if (is[i] > was[i] && len < sizeof msg)
+            len += (size_t)snprintf(msg + len, sizeof msg - len, "%s%lld %s", len ? ", " : "",
+                                    (long long)is[i] - was[i], NAMES[i]);
+    if (len) {
+        grade_hint(slot, "every path out must give back what was taken before it, on the device "
+                         "it was made on: keep each handle NULL until it is made, and on a "
+                         "failure destroy whatever is not NULL, each with its device current");
+        ck_abort_msg("%s: still held afterwards: %s", what, msg);
+    }
+#else
+    (void)slot, (void)before, (void)what;
+#endif
+}
+
+/* ==== step 1: the links ========================================================================== */
+
+static const struct machine LINK_MACHINES[] = {
+    { 1, NULL, "1 device" },
+    { 2, NULL, "2 devices, linked" },
+    { 3, "", "3 devices, no link between them" },
+    { 4, "0-1,2-3", "4 devices, links 0-1 and 2-3 only" },
+    { 4, NULL, "4 devices, every pair linked" },
+};
+#define NLINK ((int)(sizeof LINK_MACHINES / sizeof LINK_MACHINES[0]))
+
+static struct machine link_machine(int i)
+{
+    return gpu_times_are_real() ? this_gpu() : LINK_MACHINES[i];
+}
+
+/* l as the runner holds it, as both see it: claims, each flag 0 or 1, ndev as sent */
+static void links_seen(struct links *l)
+{
+    grade_exchange_bytes(l, sizeof *l);
+    for (int i = 0; i < MGPU_MAX; i++)
+        for (int j = 0; j < MGPU_MAX; j++) {
+            l->peer[i][j] = l->peer[i][j] != 0 ? (l->peer[i][j] == 1 ? 1 : 2) : 0;
+            l->opened[i][j] = l->opened[i][j] != 0 ? (l->opened[i][j] == 1 ? 1 : 2) : 0;
+        }
+}
+
+static const char *reach(int v)
+{
+    return v ? "reaches" : "does not reach";
+}
+
+START_TEST(step1_correct)
+{
+    int slot = grade_slot();
+    struct machine m = link_machine(_i);
+    grade_split(); /* links_open and links_close in a runner, the checks here */
+    machine_up(&m);
+    const int n = m.n;
+    struct flags can = can_access(n);
+    /* the caller's own access, enabled before links_open: device 1 to device 0, where it can */
+    struct flags pre;
+    memset(&pre, 0, sizeof pre);
+    if (n >= 2 && can.f[1][0]) {
+        pre.f[1][0] = 1;
+        if (runs()) {
+            CUDA_CHECK(cudaSetDevice(1));
+            CUDA_CHECK(cudaDeviceEnablePeerAccess(0, 0));
+        }
+    }
+    const int current = 0; /* the caller's: not the last device links_open works on */
+    if (runs())
+        CUDA_CHECK(cudaSetDevice(current));
+    struct links l;
+    memset(&l, 0x5a, sizeof l); /* poisoned: links_open must write all of it */
+    cudaError_t e = SEEN(links_open(&l, n));
+    JUDGE(e == cudaSuccess, "links_open(l, %d) returned %s", n, err_name(e));
+    check_after(slot, "links_open", current);
+    links_seen(&l);
+    JUDGE(l.ndev == n, "links_open left l->ndev %d, want %d", l.ndev, n);
+    struct flags on = enabled_now(n, &can);
+    for (int i = 0; i < n && judges(); i++)
+        for (int j = 0; j < n; j++) {
+            int want = i != j && can.f[i][j];
+            if (on.f[i][j] != want) {
+                grade_hint(slot, "peer access is enabled by the device that will do the "
+                                 "reaching: make device i current (cudaSetDevice(i)), then "
+                                 "cudaDeviceEnablePeerAccess(j, 0), for every j that "
+                                 "cudaDeviceCanAccessPeer allows");
+                ck_abort_msg("after links_open, access from device %d to device %d's memory is "
+                             "%s; the machine %s it", i, j,
+                             on.f[i][j] ? "enabled" : "not enabled",
+                             want ? "allows" : "does not allow");
+            }
+            if (l.peer[i][j] != want)
+                ck_abort_msg("l->peer[%d][%d] is %d, but device %d %s device %d's memory", i, j, l.peer[i][j], i, reach(want), j);
+            int opened = want && !pre.f[i][j];
+            if (l.opened[i][j] != opened) {
+                if (pre.f[i][j])
+                    grade_hint(slot, "cudaErrorPeerAccessAlreadyEnabled means someone enabled "
+                                     "it before you: it is open, but not yours to close");
+                ck_abort_msg("l->opened[%d][%d] is %d, want %d (%s)", i, j,
+                             l.opened[i][j], opened,
+                             pre.f[i][j] ? "the caller enabled it before links_open"
+                                         : opened ? "links_open enabled it" : "no such link");
+            }
+        }
+    if (runs())
+        CUDA_CHECK(cudaSetDevice(current));
+    e = SEEN(links_close(&l));
+    JUDGE(e == cudaSuccess, "links_close returned %s", err_name(e));
+    check_after(slot, "links_close", current);
+    links_seen(&l);
+    JUDGE(l.ndev == 0, "links_close left l->ndev %d, want 0", l.ndev);
+    on = enabled_now(n, &can);
+    for (int i = 0; i < n && judges(); i++)
+        for (int j = 0; j < n; j++) {
+            if (on.f[i][j] == pre.f[i][j])
+                continue;
+            if (pre.f[i][j]) {
+                grade_hint(slot, "close only what l->opened says you opened");
+                ck_abort_msg("links_close disabled the caller's own access from device %d to "
+                             "device %d, which links_open did not enable", i, j);
+            }
+            ck_abort_msg("after links_close, access from device %d to device %d is still "
+                         "enabled", i, j);
+        }
+    int links = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++)
+            links += i != j && can.f[i][j];
+    grade_note(slot, "%d one-way links of %d, opened and closed, the caller's own kept", links,
+               n * (n - 1));
+    grade_summary("every link the machine allows, opened and closed");
+    grade_split_end();
+}
+END_TEST
+
+START_TEST(step1_errors)
+{
+    int slot = grade_slot();
+    struct machine m = gpu_times_are_real() ? this_gpu() : (struct machine){ 2, NULL, "2 devices" };
+    grade_split();
+    machine_up(&m);
+    struct flags can = can_access(m.n);
+    const int current = m.n - 1;
+    if (runs())
+        CUDA_CHECK(cudaSetDevice(current));
+    struct links l;
+    struct { int ndev; const char *why; } bad[] = {
+        { 0, "0 devices" }, { m.n + 1, "one more device than the machine has" },
+        { MGPU_MAX + 1, "MGPU_MAX + 1 devices" }, { -1, "-1 devices" },
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        cudaError_t e = SEEN(links_open(&l, bad[k].ndev));
+        JUDGE(e == cudaErrorInvalidValue, "links_open(l, %d) (%s) returned %s, want "
+              "cudaErrorInvalidValue", bad[k].ndev, bad[k].why, err_name(e));
+        check_after(slot, "links_open refusing bad arguments", current);
+    }
+    cudaError_t e = SEEN(links_open(NULL, m.n));
+    JUDGE(e == cudaErrorInvalidValue, "links_open(NULL, %d) returned %s, want "
+          "cudaErrorInvalidValue", m.n, err_name(e));
+    e = SEEN(links_close(NULL));
+    JUDGE(e == cudaErrorInvalidValue, "links_close(NULL) returned %s, want "
+          "cudaErrorInvalidValue", err_name(e));
+    check_after(slot, "links_close(NULL)", current);
+    struct flags on = enabled_now(m.n, &can);
+    for (int i = 0; i < m.n && judges(); i++)
+        for (int j = 0; j < m.n; j++)
+            JUDGE(!on.f[i][j], "a refused links_open left access from device %d to device %d "
+                  "enabled", i, j);
+    grade_note(slot, "bad device counts and NULL refused, nothing enabled");
+    grade_split_end();
+}
+END_TEST
+
+/* ==== step 2: the ring ============================================================================ */
+
+struct ring_case {
+    int n;            /* devices; 0: the GPU's own */
+    size_t count, chunk;
+};
+static const struct ring_case RING_CASES[] = {
+    { 1, 1000, 64 },
+    { 2, 1, 1 },          /* one float, two devices: a segment is empty */
+    { 2, 4097, 1000 },
+    { 3, 10007, 333 },
+    { 4, 3, 1 },          /* fewer floats than devices */
+    { 4, 100003, 4096 },
+    { 3, 65536, 1 << 20 }, /* one chunk a segment */
+};
+#define NRING ((int)(sizeof RING_CASES / sizeof RING_CASES[0]))
+static const struct ring_case GPU_RING_CASES[] = {
+    { 0, (size_t)16 << 20, (size_t)1 << 20 },
+    { 0, 1000003, 65536 },
+    { 0, 4097, 1000 },
+    { 0, 3, 1 },
+};
+#define NGPURING ((int)(sizeof GPU_RING_CASES / sizeof GPU_RING_CASES[0]))
+
+static struct ring_case ring_case_here(int i)
+{
+    if (!gpu_times_are_real())
+        return RING_CASES[i];
+    struct ring_case c = GPU_RING_CASES[i];
+    c.n = gpu_devices();
+    return c;
+}
+
+/* The problem: n buffers of count floats, one a device, guarded (dbuf_alloc), where the code
+ * runs; the inputs and the sum on the host, in both; got, what came back from one device. */
+struct ring_problem {
+    int n;
+    size_t count;
+    float *d[MGPU_MAX];
+    float *in[MGPU_MAX];
+    float *want, *got;
+    unsigned char *zones_was, *zones_now; /* every buffer's two guard zones */
+};
+
+static void ring_problem_init(struct ring_problem *q, int n, size_t count)
+{
+    memset(q, 0, sizeof *q);
+    q->n = n;
+    q->count = count;
+    for (int d = 0; d < n; d++) {
+        q->in[d] = xmalloc(count * sizeof(float));
+        if (runs()) {
+            CUDA_CHECK(cudaSetDevice(d));
+            char name[16];
+            snprintf(name, sizeof name, "buf[%d]", d);
+            q->d[d] = dbuf_alloc(count * sizeof(float), name);
+        }
+    }
+    if (runs())
+        CUDA_CHECK(cudaSetDevice(0));
+    q->want = xmalloc(count * sizeof(float));
+    q->got = xmalloc(count * sizeof(float));
+    q->zones_was = xmalloc((size_t)n * 2 * DBUF_GUARD);
+    q->zones_now = xmalloc((size_t)n * 2 * DBUF_GUARD);
+}
+
+static void ring_problem_free(struct ring_problem *q)
+{
+    for (int d = 0; d < q->n; d++) {
+        free(q->in[d]);
+        if (runs())
+            dbuf_free(q->d[d]);
+    }
+    free(q->want);
+    free(q->got);
+    free(q->zones_was);
+    free(q->zones_now);
+}
+
+/* every buffer's guard zones, read where the code runs, sent */
+static void zones_seen(const struct ring_problem *q, unsigned char *zones)
+{
+    for (int d = 0; d < q->n && runs(); d++) {
+        unsigned char *z = zones + (size_t)d * 2 * DBUF_GUARD;
+        to_host(z, (const unsigned char *)q->d[d] - DBUF_GUARD, DBUF_GUARD);
+        to_host(z + DBUF_GUARD, (const unsigned char *)q->d[d] + q->count * sizeof(float),
+                DBUF_GUARD);
+    }
+    exchange_pieces(zones, (size_t)q->n * 2 * DBUF_GUARD);
+}
+
+/* fresh integer-valued inputs (never all zero), the sum, the buffers filled where the code runs */
+static void ring_fill(struct ring_problem *q, struct rng *r)
+{
+    for (size_t i = 0; i < q->count; i++)
+        q->want[i] = 0.0f;
+    for (int d = 0; d < q->n; d++) {
+        for (size_t i = 0; i < q->count; i++) {
+            float v = (float)((long long)(rng_next(r) % (2 * INPUT_RANGE + 1)) - INPUT_RANGE);
+            q->in[d][i] = v != 0.0f ? v : (float)(d + 1);
+            q->want[i] += q->in[d][i];
+        }
+        if (runs())
+            to_device(q->d[d], q->in[d], q->count * sizeof(float));
+    }
+}
+
+/* every device's buffer against the sum, bit for bit, and the guard zones */
+static void ring_check(int slot, struct ring_problem *q, const char *what)
+{
+    for (int d = 0; d < q->n; d++) {
+        if (runs())
+            to_host(q->got, q->d[d], q->count * sizeof(float));
+        exchange_pieces(q->got, q->count * sizeof(float));
+        if (!judges())
+            continue;
+        for (size_t i = 0; i < q->count; i++) {
+            if (memcmp(&q->got[i], &q->want[i], sizeof(float)) == 0)
+                continue;
+            int same_as_input = memcmp(&q->got[i], &q->in[d][i], sizeof(float)) == 0;
+            grade_hint(slot, "%s", same_as_input
+                       ? "an element kept its own input: a segment or a chunk was never "
+                         "reached. Device d adds segment d - 1 - s at reduce-scatter step s "
+                         "and copies segment d - t at all-gather step t, and the last chunk "
+                         "of a segment may be short"
+                       : "a partial sum, or a sum counted twice: check which segment each "
+                         "device reads at each step (reduce-scatter: d - 1 - s; all-gather: "
+                         "d - t, mod ndev), and that device d waits for its neighbour's event "
+                         "of the step before, recorded after that kernel");
+            ck_abort_msg("%s: %d devices, count %zu: device %d's element %zu is %.9g, want "
+                         "%.9g (the sum of the %d inputs)%s", what, q->n, q->count, d, i,
+                         (double)q->got[i], (double)q->want[i], q->n,
+                         same_as_input ? ", its own input" : "");
+        }
+    }
+    zones_seen(q, q->zones_now);
+    if (!judges())
+        return;
+    for (int d = 0; d < q->n; d++) {
+        const unsigned char *was = q->zones_was + (size_t)d * 2 * DBUF_GUARD;
+        const unsigned char *now = q->zones_now + (size_t)d * 2 * DBUF_GUARD;
+        for (int b = DBUF_GUARD - 1; b >= 0; b--)
+            ck_assert_msg(now[b] == was[b], "%s: a write before the start of device %d's "
+                          "buffer: byte %d before element 0 was overwritten", what, d,
+                          DBUF_GUARD - b);
+        for (int b = 0; b < DBUF_GUARD; b++)
+            ck_assert_msg(now[DBUF_GUARD + b] == was[DBUF_GUARD + b], "%s: a write past the end "
+                          "of device %d's buffer (%zu floats): byte %d past its end was "
+                          "overwritten", what, d, q->count, b);
+    }
+}
+
+/* The links a ring needs, opened by the grader itself (not by step 1's code): every device to
+ * the one before it in the ring. On a machine whose devices cannot, the test fails saying so. */
+static struct links grader_links(int n)
+{
+    struct links l;
+    memset(&l, 0, sizeof l);
+    l.ndev = n;
+    for (int d = 0; d < n && n > 1; d++) {
+        int left = (d + n - 1) % n;
+        l.peer[d][left] = 1;
+        if (!runs())
+            continue;
+        int can = 0;
+        CUDA_CHECK(cudaDeviceCanAccessPeer(&can, d, left));
+        if (!can) {
+            fprintf(stderr, "grader: device %d cannot reach device %d's memory on this machine: "
+                            "a ring over peer access cannot run here\n", d, left);
+            exit(EXIT_FAILURE);
+        }
+        CUDA_CHECK(cudaSetDevice(d));
+        cudaError_t e = cudaDeviceEnablePeerAccess(left, 0);
+        if (e == cudaErrorPeerAccessAlreadyEnabled)
+            (void)cudaGetLastError();
+        else
+            CUDA_CHECK(e);
+    }
+    if (runs())
+        CUDA_CHECK(cudaSetDevice(0));
+    return l;
+}
+
+START_TEST(step2_correct)
+{
+    int slot = grade_slot();
+    struct ring_case c = ring_case_here(_i);
+    if (grade_quick_skip(slot, (double)c.count * c.n, "floats"))
+        return;
+    grade_split(); /* the ring in a runner, the checks here */
+    struct machine m = { c.n, NULL, "" };
+    machine_up(&m);
+    struct rng r = grade_rng(slot);
+    struct links l = grader_links(c.n);
+    struct ring_problem q;
+    ring_problem_init(&q, c.n, c.count);
+    zones_seen(&q, q.zones_was);
+    struct census before = census_seen();
+    const int current = c.n > 1 ? 1 : 0;
+    if (runs())
+        CUDA_CHECK(cudaSetDevice(current));
+    struct ring ring;
+    memset(&ring, 0, sizeof ring);
+    cudaError_t e = SEEN(ring_create(&ring, &l, c.count, c.chunk));
+    JUDGE(e == cudaSuccess, "%d devices, count %zu, chunk %zu: ring_create returned %s", c.n,
+          c.count, c.chunk, err_name(e));
+    check_after(slot, "ring_create", current);
+    static const char *const RUNS[] = { "ring_allreduce", "second run, shuffled streams",
+                                        "third run, shuffled streams" };
+    for (int round = 0; round < 3; round++) {
+        if (round > 0) {
+            shuffle(&r);
+            grade_second_run(slot, 1);
+        }
+        ring_fill(&q, &r);
+        if (runs())
+            CUDA_CHECK(cudaSetDevice(current));
+        e = SEEN(ring_allreduce(&ring, q.d));
+        JUDGE(e == cudaSuccess, "%s: %d devices, count %zu, chunk %zu: ring_allreduce returned "
+              "%s", RUNS[round], c.n, c.count, c.chunk, err_name(e));
+        check_after(slot, "ring_allreduce", current);
+        ring_check(slot, &q, RUNS[round]);
+    }
+    e = SEEN(ring_destroy(&ring));
+    JUDGE(e == cudaSuccess, "ring_destroy returned %s", err_name(e));
+    check_after(slot, "ring_destroy", current);
+    check_census(slot, before, "a ring made, run three times and destroyed");
+    ring_problem_free(&q);
+    grade_note(slot, "every buffer the exact sum, three times");
+    grade_split_end();
+}
+END_TEST
+
+START_TEST(step2_errors)
+{
+    int slot = grade_slot();
+    int n = gpu_times_are_real() ? gpu_devices() : 2;
+    grade_split();
+    struct machine m = { n, NULL, "" };
+    machine_up(&m);
+    struct links l = grader_links(n);
+    struct census before = census_seen();
+    const int current = n - 1;
+    if (runs())
+        CUDA_CHECK(cudaSetDevice(current));
+    struct ring ring;
+    struct { const struct links *l; size_t count, chunk; const char *why; } bad[] = {
+        { &l, 0, 1, "count 0" },
+        { &l, 1000, 0, "chunk 0" },
+        { NULL, 1000, 10, "no links" },
+        { &l, (size_t)1 << 20, 1, "chunks of 1 float in segments of 2^20 / ndev" },
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        if (k == 3 && n == 1)
+            continue; /* one device: no segment, no chunk */
+        memset(&ring, 0, sizeof ring);
+        cudaError_t e = SEEN(ring_create(&ring, bad[k].l, bad[k].count, bad[k].chunk));
+        JUDGE(e == cudaErrorInvalidValue, "ring_create with %s returned %s, want "
+              "cudaErrorInvalidValue", bad[k].why, err_name(e));
+        check_after(slot, "ring_create refusing bad arguments", current);
+    }
+    cudaError_t e = SEEN(ring_create(NULL, &l, 1000, 10));
+    JUDGE(e == cudaErrorInvalidValue, "ring_create(NULL, ...) returned %s, want "
+          "cudaErrorInvalidValue", err_name(e));
+    if (n >= 2) {
+        struct links missing = l;
+        missing.peer[1][0] = 0;
+        memset(&ring, 0, sizeof ring);
+        e = SEEN(ring_create(&ring, &missing, 1000, 10));
+        JUDGE(e == cudaErrorPeerAccessNotEnabled, "ring_create with device 1 unable to reach "
+              "device 0 returned %s, want cudaErrorPeerAccessNotEnabled", err_name(e));
+        check_after(slot, "ring_create refusing a missing link", current);
+    }
+    check_census(slot, before, "ring_create refusing bad arguments");
+    memset(&ring, 0, sizeof ring);
+    e = SEEN(ring_create(&ring, &l, 1000, 10));
+    JUDGE(e == cudaSuccess, "ring_create(%d devices, 1000, 10) returned %s", n, err_name(e));
+    e = SEEN(ring_allreduce(&ring, NULL));
+    JUDGE(e == cudaErrorInvalidValue, "ring_allreduce(r, NULL) returned %s, want "
+          "cudaErrorInvalidValue", err_name(e));
+    e = SEEN(ring_allreduce(NULL, NULL));
+    JUDGE(e == cudaErrorInvalidValue, "ring_allreduce(NULL, NULL) returned %s, want "
+          "cudaErrorInvalidValue", err_name(e));
+    float *none[MGPU_MAX] = { NULL };
+    e = SEEN(ring_allreduce(&ring, none));
+    JUDGE(e == cudaErrorInvalidValue, "ring_allreduce with NULL buffers returned %s, want "
+          "cudaErrorInvalidValue", err_name(e));
+    check_after(slot, "ring_allreduce refusing bad arguments", current);
+    e = SEEN(ring_destroy(&ring));
+    JUDGE(e == cudaSuccess, "ring_destroy returned %s", err_name(e));
+    check_census(slot, before, "a ring made and destroyed");
+    grade_note(slot, "bad counts, chunks, links and pointers refused, nothing held");
+    grade_split_end();
+}
+END_TEST
+
+#ifdef HARNESS_EMU
+/* the most operations the concept test reads: its ring makes a few hundred */
+#define SEEN_OPS_MAX 8192
+
+/* the schedule since the last emu_schedule_reset where the code ran, as the judge sees it */
+static struct emu_op *sched_seen(size_t *n)
+{
+    unsigned long long head[2] = { 0, 0 };
+    if (runs()) {
+        head[0] = emu_schedule_count();
+        head[1] = emu_schedule_dropped();
+    }
+    grade_exchange_bytes(head, sizeof head);
+    if (judges() && (head[1] != 0 || head[0] > SEEN_OPS_MAX))
+        ck_abort_msg("the schedule record overflowed: %llu operations kept and %llu dropped, where "
+                     "this test reads at most %d", head[0], head[1], SEEN_OPS_MAX);
+    *n = head[0] < SEEN_OPS_MAX ? (size_t)head[0] : SEEN_OPS_MAX;
+    struct emu_op *op = xmalloc((*n ? *n : 1) * sizeof *op);
+    memset(op, 0, (*n ? *n : 1) * sizeof *op);
+    for (size_t i = 0; i < *n && runs(); i++)
+        emu_schedule_get(i, &op[i]);
+    exchange_pieces(op, *n * sizeof *op);
+    for (size_t i = 0; i < *n; i++)
+        op[i].name[sizeof op[i].name - 1] = '\0';
+    return op;
+}
+
+/* the ring's schedule, judged: no copy at all, and on every device a kernel a step at least, each
+ * step but the first after a wait on an event recorded on the device before it */
+static void judge_ring_schedule(int slot, const struct emu_op *op, size_t nop, int n)
+{
+    int kernels[MGPU_MAX] = { 0 }, waits[MGPU_MAX] = { 0 };
+    for (size_t i = 0; i < nop; i++) {
+        const struct emu_op *o = &op[i];
+        if (o->kind == EMU_OP_MEMCPY) {
+            grade_hint(slot, "%s", o->src_device >= 0 && o->dst_device >= 0
+                       ? "a copy between devices moves the bytes, but the ring's step is a "
+                         "kernel of the receiving device that reads its neighbour's memory "
+                         "directly and adds as it goes"
+                       : "nothing goes through the host: each device's kernel reads its "
+                         "neighbour's buffer over the link, directly");
+            ck_abort_msg("the ring made a copy (%s, %zu bytes, on device %d): every step is a "
+                         "kernel reading the neighbour's memory", o->name, o->bytes, o->device);
+        }
+        if (o->device < 0 || o->device >= n)
+            continue;
+        if (o->kind == EMU_OP_KERNEL)
+            kernels[o->device]++;
+        if (o->kind == EMU_OP_EVENT_WAIT && o->after >= 0)
+            for (size_t j = 0; j < nop; j++)
+                if (op[j].kind == EMU_OP_EVENT_RECORD && (long long)op[j].issue == o->after &&
+                    op[j].device == (o->device + n - 1) % n)
+                    waits[o->device]++;
+    }
+    for (int d = 0; d < n; d++) {
+        if (kernels[d] < 2 * (n - 1)) {
+            grade_hint(slot, "every device runs a kernel at each of the 2 (ndev - 1) steps: "
+                             "reduce-scatter then all-gather");
+            ck_abort_msg("device %d ran %d kernels: a ring of %d devices takes 2 (n - 1) = %d "
+                         "steps, a kernel each at least", d, kernels[d], n, 2 * (n - 1));
+        }
+        if (waits[d] < 2 * (n - 1) - 1) {
+            grade_hint(slot, "before device d reads a chunk at step s, its neighbour must have "
+                             "written that chunk at step s - 1: record an event on the "
+                             "neighbour's stream after that kernel and cudaStreamWaitEvent on "
+                             "device d's stream");
+            ck_abort_msg("device %d waited %d times for an event of device %d: a ring of %d "
+                         "devices takes a wait before each step after the first, %d at least",
+                         d, waits[d], (d + n - 1) % n, n, 2 * (n - 1) - 1);
+        }
+    }
+    grade_note(slot, "no copy; kernels and waits on the neighbour on every device (%d and %d on "
+                     "device 0)", kernels[0], waits[0]);
+    grade_summary("the ring reads its neighbours directly, each step after its neighbour's");
+}
+#endif
+
+START_TEST(step2_concept)
+{
+#ifdef HARNESS_EMU
+    int slot = grade_slot();
+    grade_split();
+    const int n = 3;
+    struct machine m = { n, NULL, "" };
+    machine_up(&m);
+    struct rng r = grade_rng(slot);
+    struct links l = grader_links(n);
+    struct ring_problem q;
+    ring_problem_init(&q, n, 10007);
+    zones_seen(&q, q.zones_was);
+    struct ring ring;
+    memset(&ring, 0, sizeof ring);
+    cudaError_t e = SEEN(ring_create(&ring, &l, q.count, 1000));
+    JUDGE(e == cudaSuccess, "ring_create returned %s", err_name(e));
+    ring_fill(&q, &r);
+    if (runs())
+        emu_schedule_reset();
+    e = SEEN(ring_allreduce(&ring, q.d));
+    JUDGE(e == cudaSuccess, "ring_allreduce returned %s", err_name(e));
+    size_t nop = 0;
+    struct emu_op *op = sched_seen(&nop);
+    ring_check(slot, &q, "ring_allreduce");
+    if (judges())
+        judge_ring_schedule(slot, op, nop, n);
+    free(op);
+    e = SEEN(ring_destroy(&ring));
+    JUDGE(e == cudaSuccess, "ring_destroy returned %s", err_name(e));
+    ring_problem_free(&q);
+    grade_split_end();
+#endif
+}
+END_TEST
+
+/* what the timed runs of step 2 returned and took */
+struct ring_times {
+    cudaError_t ring[SPEED_REPS + 1], host[SPEED_REPS + 1];
+    double tr[SPEED_REPS], th[SPEED_REPS];
+};
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+START_TEST(step2_speed)
+{
+    int slot = grade_slot();
+    const int n = gpu_devices();
+    grade_split();
+    struct machine m = { n, NULL, "" };
+    machine_up(&m);
+    struct rng r = grade_rng(slot);
+    struct links l = grader_links(n);
+    struct ring_problem q;
+    ring_problem_init(&q, n, SPEED_FLOATS);
+    zones_seen(&q, q.zones_was);
+    struct ring ring;
+    memset(&ring, 0, sizeof ring);
+    cudaError_t e = SEEN(ring_create(&ring, &l, q.count, (size_t)1 << 20));
+    JUDGE(e == cudaSuccess, "ring_create returned %s", err_name(e));
+    ring_fill(&q, &r);
+    struct ring_times t;
+    memset(&t, 0, sizeof t);
+    if (runs()) {
+        /* a warm-up of each, then the two in turns */
+        t.ring[SPEED_REPS] = ring_allreduce(&ring, q.d);
+        t.host[SPEED_REPS] = allreduce_host(q.d, n, q.count);
+        for (int k = 0; k < SPEED_REPS; k++) {
+            double t0 = now_ms();
+            t.ring[k] = ring_allreduce(&ring, q.d);
+            double t1 = now_ms();
+            t.host[k] = allreduce_host(q.d, n, q.count);
+            double t2 = now_ms();
+            t.tr[k] = t1 - t0;
+            t.th[k] = t2 - t1;
+        }
+    }
+    grade_exchange_bytes(&t, sizeof t);
+    for (int k = 0; k <= SPEED_REPS && judges(); k++) {
+        ck_assert_msg(t.ring[k] == cudaSuccess, "ring_allreduce returned %s",
+                      err_name(t.ring[k]));
+        ck_assert_msg(t.host[k] == cudaSuccess, "allreduce_host returned %s",
+                      err_name(t.host[k]));
+    }
+    for (int k = 0; k < SPEED_REPS && judges(); k++)
+        ck_assert_msg(t.tr[k] > 0 && t.tr[k] < 1e9 && t.th[k] > 0 && t.th[k] < 1e9,
+                      "the grade lost step with the code it runs: a timing of %g or %g ms came "
+                      "back", t.tr[k], t.th[k]);
+    e = SEEN(ring_destroy(&ring));
+    JUDGE(e == cudaSuccess, "ring_destroy returned %s", err_name(e));
+    ring_problem_free(&q);
+    if (judges()) {
+        qsort(t.tr, SPEED_REPS, sizeof t.tr[0], cmp_double);
+        qsort(t.th, SPEED_REPS, sizeof t.th[0], cmp_double);
+        double tr = t.tr[SPEED_REPS / 2], th = t.th[SPEED_REPS / 2];
+        double bytes = (double)SPEED_FLOATS * sizeof(float);
+        grade_note(slot, "%d devices, %.0f MiB each: the ring %.3f ms (%.1f GB/s of algorithm "
+                         "bandwidth, %.1f of bus bandwidth), through the host %.3f ms: %.1fx "
+                         "(needs %.1fx)", n, bytes / MIB, tr, bytes / (tr * 1e6),
+                   bytes / (tr * 1e6) * 2.0 * (n - 1) / n, th, th / tr, RING_NEEDS);
+        grade_summary("%.1fx allreduce_host (needs %.1fx)", th / tr, RING_NEEDS);
+        grade_hint(slot, "is every step a kernel reading the neighbour over the link, with the "
+                         "chunks of different steps in flight at once? A wait of the host between "
+                         "steps, or one chunk a step, serialises the ring");
+        ck_assert_msg(th / tr >= RING_NEEDS, "the ring %.3f ms, allreduce_host %.3f ms: %.2fx, "
+                      "needs %.1fx", tr, th, th / tr, RING_NEEDS);
+    }
+    grade_split_end();
+}
+END_TEST
+
+/* ==== the bench ================================================================================== */
+
+static void row(struct results *out, const char *kernel, const char *shape, double ms, double gbs)
+{
+    results_row(out, CHAPTER, kernel, shape, ms, gbs, 0.0);
+}
+
+/* the median of `reps` host-timed calls of fn (after one warm-up); -1 when one fails */
+static double timed(cudaError_t (*fn)(void *), void *ctx, int reps)
+{
+    double t[16];
+    if (reps > 16)
+        reps = 16;
+    if (fn(ctx) != cudaSuccess)
+        return -1;
+    for (int k = 0; k < reps; k++) {
+        double t0 = now_ms();
+        if (fn(ctx) != cudaSuccess)
+            return -1;
+        t[k] = now_ms() - t0;
+    }
+    qsort(t, (size_t)reps, sizeof t[0], cmp_double);
+    return t[reps / 2];
+}
+
+struct bench_ring {
+    struct ring *ring;
+    float *buf[MGPU_MAX];
+    int n;
+    size_t count;
+};
+
+static cudaError_t run_ring(void *ctx)
+{
+    struct bench_ring *b = ctx;
+    return ring_allreduce(b->ring, b->buf);
+}
+
+static cudaError_t run_host(void *ctx)
+{
+    struct bench_ring *b = ctx;
+    return allreduce_host(b->buf, b->n, b->count);
+}
+
+struct bench_copy {
+    void *dst[2];
+    const void *src[2];
+    int dst_dev[2], src_dev[2];
+    size_t bytes;
+    int ways;               /* 1: dst[0] <- src[0]; 2: both at once */
+    cudaStream_t stream[2];
+};
+
+static cudaError_t run_copy(void *ctx)
+{
+    struct bench_copy *b = ctx;
+    cudaError_t e = cudaSuccess;
+    for (int w = 0; w < b->ways && e == cudaSuccess; w++)
+        e = cudaMemcpyPeerAsync(b->dst[w], b->dst_dev[w], b->src[w], b->src_dev[w], b->bytes,
+                                b->stream[w]);
+    for (int w = 0; w < b->ways; w++) {
+        cudaError_t s = cudaStreamSynchronize(b->stream[w]);
+        if (e == cudaSuccess)
+            e = s;
+    }
+    return e;
+}
+
+/* device 0's buffer to device 1 through pinned host memory: down, then up */
+struct bench_staged {
+    void *d0, *d1, *h;
+    size_t bytes;
+};
+
+static cudaError_t run_staged(void *ctx)
+{
+    struct bench_staged *b = ctx;
+    cudaError_t e = cudaMemcpy(b->h, b->d0, b->bytes, cudaMemcpyDeviceToHost);
+    if (e == cudaSuccess)
+        e = cudaMemcpy(b->d1, b->h, b->bytes, cudaMemcpyHostToDevice);
+    return e;
+}
+
+static void bench_links(struct results *out, size_t bytes, int reps)
+{
+    struct bench_copy b;
+    memset(&b, 0, sizeof b);
+    void *a0, *a1, *b0, *b1, *h;
+    CUDA_CHECK(cudaSetDevice(0));
+    CUDA_CHECK(cudaMalloc(&a0, bytes));
+    CUDA_CHECK(cudaMalloc(&b0, bytes));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&b.stream[0], cudaStreamNonBlocking));
+    CUDA_CHECK(cudaMallocHost(&h, bytes));
+    CUDA_CHECK(cudaSetDevice(1));
+    CUDA_CHECK(cudaMalloc(&a1, bytes));
+    CUDA_CHECK(cudaMalloc(&b1, bytes));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&b.stream[1], cudaStreamNonBlocking));
+    CUDA_CHECK(cudaMemset(a1, 1, bytes));
+    CUDA_CHECK(cudaSetDevice(0));
+    CUDA_CHECK(cudaMemset(a0, 1, bytes));
+    char shape[32];
+    snprintf(shape, sizeof shape, "%zu", bytes);
+    b.bytes = bytes;
+    b.dst[0] = a1, b.dst_dev[0] = 1, b.src[0] = a0, b.src_dev[0] = 0;
+    b.dst[1] = b0, b.dst_dev[1] = 0, b.src[1] = b1, b.src_dev[1] = 1;
+    b.ways = 1;
+    double one = timed(run_copy, &b, reps);
+    b.ways = 2;
+    double both = timed(run_copy, &b, reps);
+    struct bench_staged st = { a0, a1, h, bytes };
+    double staged = timed(run_staged, &st, reps);
+    if (one > 0)
+        row(out, "p2p_one_way", shape, one, bytes / (one * 1e6));
+    if (both > 0)
+        row(out, "p2p_both_ways", shape, both, 2.0 * bytes / (both * 1e6));
+    if (staged > 0)
+        row(out, "through_host", shape, staged, bytes / (staged * 1e6));
+    CUDA_CHECK(cudaFreeHost(h));
+    CUDA_CHECK(cudaFree(a0));
+    CUDA_CHECK(cudaFree(b0));
+    CUDA_CHECK(cudaStreamDestroy(b.stream[0]));
+    CUDA_CHECK(cudaSetDevice(1));
+    CUDA_CHECK(cudaFree(a1));
+    CUDA_CHECK(cudaFree(b1));
+    CUDA_CHECK(cudaStreamDestroy(b.stream[1]));
+    CUDA_CHECK(cudaSetDevice(0));
+}
+
+/* the ring (and allreduce_host up to host_max floats) on n devices at `count` floats a device:
+ * rows of algorithm bandwidth (count x 4 bytes over the time) */
+static int bench_ring_at(struct results *out, const struct links *l, int n, size_t count,
+                         size_t chunk, size_t host_max, int reps)
+{
+    struct ring ring;
+    memset(&ring, 0, sizeof ring);
+    struct bench_ring b = { &ring, { NULL }, n, count };
+    for (int d = 0; d < n; d++) {
+        CUDA_CHECK(cudaSetDevice(d));
+        CUDA_CHECK(cudaMalloc((void **)&b.buf[d], count * sizeof(float)));
+        CUDA_CHECK(cudaMemset(b.buf[d], 0, count * sizeof(float)));
+    }
+    CUDA_CHECK(cudaSetDevice(0));
+    cudaError_t e = ring_create(&ring, l, count, chunk);
+    if (e != cudaSuccess) {
+        fprintf(stderr, "bench: ring_create: %s\n", err_name(e));
+        return -1;
+    }
+    char shape[48];
+    snprintf(shape, sizeof shape, "%dx%zu", n, count);
+    double bytes = (double)count * sizeof(float);
+    double tr = timed(run_ring, &b, reps);
+    if (tr > 0)
+        row(out, "ring", shape, tr, bytes / (tr * 1e6));
+    if (count <= host_max) {
+        double th = timed(run_host, &b, reps < 3 ? reps : 3);
+        if (th > 0)
+            row(out, "host", shape, th, bytes / (th * 1e6));
+    }
+    CUDA_CHECK(ring_destroy(&ring));
+    for (int d = 0; d < n; d++) {
+        CUDA_CHECK(cudaSetDevice(d));
+        CUDA_CHECK(cudaFree(b.buf[d]));
+    }
+    CUDA_CHECK(cudaSetDevice(0));
+    return tr > 0 ? 0 : -1;
+}
+
+static int bench(const char *path)
+{
+    struct results out;
+    struct device_info info;
+    int emu = !gpu_times_are_real();
+    if (emu) {
+        /* the CPU backend's rows: host time, which says nothing about a GPU */
+        char why[256];
+        if (gpu_probe(&info, why, sizeof why) != 0) {
+            fprintf(stderr, "bench: %s\n", why);
+            return EXIT_FAILURE;
+        }
+        if (results_open(&out, path, info.name, "CPU backend, host times") != 0) {
+            perror(path);
+            return EXIT_FAILURE;
+        }
+    } else if (bench_begin(path, &out, &info) != 0) {
+        return EXIT_FAILURE;
+    }
+    int fail = 0;
+    if (emu) {
+#ifdef HARNESS_EMU
+        static const int NS[] = { 2, 4 };
+        for (size_t k = 0; k < sizeof NS / sizeof NS[0]; k++) {
+            if (emu_set_devices(NS[k], NULL) != 0) {
+                fprintf(stderr, "bench: emu_set_devices(%d) refused\n", NS[k]);
+                return EXIT_FAILURE;
+            }
+            struct links l;
+            CUDA_CHECK(links_open(&l, NS[k]));
+            for (size_t count = (size_t)1 << 12; count <= (size_t)1 << 18; count <<= 3)
+                fail |= bench_ring_at(&out, &l, NS[k], count, (size_t)1 << 14, (size_t)1 << 18, 3);
+            CUDA_CHECK(links_close(&l));
+        }
+#endif
+    } else {
+        int n = gpu_devices();
+        if (n < 2) {
+            fprintf(stderr, "bench: %d device here: the links and the ring need two or more\n",
+                    n);
+            results_close(&out);
+            return EXIT_FAILURE;
+        }
+        struct links l;
+        CUDA_CHECK(links_open(&l, n));
+        bench_links(&out, (size_t)256 << 20, 9);
+        for (size_t count = (size_t)1 << 18; count <= (size_t)1 << 28; count <<= 2)
+            fail |= bench_ring_at(&out, &l, n, count, (size_t)1 << 20, (size_t)1 << 26, 9);
+        CUDA_CHECK(links_close(&l));
+    }
+    if (results_close(&out) != 0 || fail) {
+        fprintf(stderr, "bench: %s\n", fail ? "a run failed (above)" : "writing failed");
+        return EXIT_FAILURE;
+    }
+    printf("bench: wrote %s\n", path);
+    return EXIT_SUCCESS;
+}
+
+/* ==== the tests ================================================================================== */
+
+#define SANITIZE_SKIP "under a sanitizer (GRADE_SANITIZE=1): it makes calls fail on purpose, which " \
+                      "the sanitizer would report"
+#define ONE_GPU "needs two GPUs of one host; this machine has one"
+
+static void add_tests(Suite *s)
+{
+    int emu = !gpu_times_are_real();
+    int n = emu ? 0 : gpu_devices();
+    if (grader_step(1, "the links between the GPUs")) {
+        static char t[NLINK][112];
+        static const char *tt[NLINK];
+        int nt = emu ? NLINK : 1;
+        for (int i = 0; i < nt; i++) {
+            struct machine m = link_machine(i);
+            snprintf(t[i], sizeof t[i], "correct: %s", emu ? m.what : "this machine's devices");
+            tt[i] = t[i];
+        }
+        grader_add(s, "correct", step1_correct, tt, nt, 60);
+        static const char *te[] = { "errors: bad device counts, NULL" };
+        if (grade_sanitizing())
+            grader_skip(te[0], SANITIZE_SKIP);
+        else
+            grader_add(s, "errors", step1_errors, te, 1, 60);
+    }
+    if (grader_step(2, "a ring all-reduce by hand")) {
+        static char t[NRING][112];
+        static const char *tt[NRING];
+        int nt = emu ? NRING : NGPURING;
+        for (int i = 0; i < nt; i++) {
+            struct ring_case c = ring_case_here(i);
+            snprintf(t[i], sizeof t[i], "correct: %d device%s, count %zu, chunks of %zu", c.n,
+                     c.n == 1 ? "" : "s", c.count, c.chunk);
+            tt[i] = t[i];
+        }
+        grader_add(s, "correct", step2_correct, tt, nt, 120);
+        static const char *te[] = { "errors: bad counts, chunks, links and pointers" };
+        if (grade_sanitizing())
+            grader_skip(te[0], SANITIZE_SKIP);
+        else
+            grader_add(s, "errors", step2_errors, te, 1, 60);
+        static const char *tc[] = { "concept: no copy, a kernel a step on every device, each "
+                                    "after its neighbour's" };
+        if (emu)
+            grader_add(s, "concept", step2_concept, tc, 1, 60);
+        else
+            grader_skip(tc[0], "read from the CPU backend's recorded schedule (make grade "
+                               "BACKEND=emu); on a GPU the speed test shows the same thing in "
+                               "time");
+        if (!emu && n < 2)
+            grader_skip("speed: 256 MiB a device, the ring against allreduce_host", ONE_GPU);
+        else
+            grader_add_timed(s, "speed", step2_speed, "speed: 256 MiB a device, the ring "
+                             "against allreduce_host", 240);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    static const struct grader_spec spec = { CHAPTER, add_tests, bench, NULL };
+    return grader_main(&spec, argc, argv);
+}

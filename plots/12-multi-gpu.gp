@@ -1,0 +1,71 @@
+# 12-multi-gpu.gp: chapter 12 on two panels.
+#   left   the links: GB/s of a 256 MiB copy from one GPU to another (p2p_one_way), of two at once
+#          in opposite directions (p2p_both_ways, both directions counted), and of the same bytes
+#          through pinned host memory (through_host); rows only a machine of two GPUs writes
+#   right  the all-reduce: algorithm bandwidth (a device's bytes over the time) against the
+#          bytes a device holds, the ring and allreduce_host, a line for each device count
+# Rows: kernel "p2p_one_way", "p2p_both_ways", "through_host" at a shape of bytes; "ring" and
+# "host" at a shape "NxCOUNT" (N devices, COUNT floats each). The CPU backend's file holds ring
+# and host rows in host time, which says nothing about a GPU: the left panel then says so.
+load "plots/style.gp"
+set terminal pdfcairo size 6in,2.7in font "Latin Modern Roman,9" fontscale 0.8 enhanced
+set output out
+set datafile missing NaN
+set multiplot layout 1, 2
+
+LINKS = "p2p_one_way p2p_both_ways through_host"
+LINKNAMES = "one\\_way both\\_ways via\\_host"
+lidx(k) = sum [i = 1:words(LINKS)] (word(LINKS, i) eq k ? i : 0)
+# the device count and the floats of a shape "NxCOUNT"
+devs(s) = strstrt(s, "x") ? (s[1:strstrt(s, "x") - 1]) + 0 : NaN
+floats(s) = strstrt(s, "x") ? (s[strstrt(s, "x") + 1:strlen(s)]) + 0 : NaN
+
+nlinks = 0
+stats data using (lidx(strcol(KERNEL)) > 0 ? (nlinks = nlinks + 1, 0) : 0) nooutput
+# the device counts of the ring rows, in the order they come
+ns = ""
+_addn(n) = strstrt(ns, sprintf(" %d ", n)) == 0 ? (ns = ns.sprintf(" %d ", n), 0) : 0
+stats data using (strcol(KERNEL) eq "ring" ? _addn(devs(strcol(SHAPE))) : 0) nooutput
+if (words(ns) == 0) { exit error "12-multi-gpu.gp: no ring rows in ".data }
+
+if (nlinks > 0) {
+    set title "the links, 256 MiB"
+    set style fill solid 0.7 noborder
+    set boxwidth 0.6
+    set yrange [0:*]
+    set xrange [0.4:words(LINKS) + 0.6]
+    set xtics () scale 0
+    do for [i = 1:words(LINKS)] { set xtics add (word(LINKNAMES, i) i) }
+    set ylabel "GB/s"
+    plot data using (lidx(strcol(KERNEL)) > 0 ? lidx(strcol(KERNEL)) : NaN):(column(GBS)) \
+              with boxes lt 2 notitle, \
+         data using (lidx(strcol(KERNEL)) > 0 ? lidx(strcol(KERNEL)) : NaN):(column(GBS)): \
+              (sprintf("%.0f", column(GBS))) with labels offset 0, 0.6 font ",7" notitle
+} else {
+    unset border; unset xtics; unset ytics; unset grid
+    set xrange [0:1]; set yrange [0:1]
+    set label 1 "no GPU measurement here: the links are\nmeasured on a machine of two GPUs\n(make bench CH=12); the right panel\nis the CPU backend's host time" \
+        at 0.5, 0.5 center font ",9"
+    plot NaN notitle
+    unset label 1
+    set border 3; set xtics; set ytics; set grid
+}
+
+set title "the all-reduce"
+set autoscale
+set logscale x 2
+set logscale y 10
+set xtics auto
+set format x "2^{%L}"
+set xlabel "bytes a device"
+set ylabel "algorithm GB/s (log)"
+set key below maxrows 2 samplen 2 font ",7"
+plot for [i = 1:words(ns)] data using \
+         (strcol(KERNEL) eq "ring" && devs(strcol(SHAPE)) == word(ns, i) + 0 ? \
+          4 * floats(strcol(SHAPE)) : NaN):(column(GBS)) \
+         with linespoints lt 2 dt i title sprintf("ring, %s devices", word(ns, i)), \
+     for [i = 1:words(ns)] data using \
+         (strcol(KERNEL) eq "host" && devs(strcol(SHAPE)) == word(ns, i) + 0 ? \
+          4 * floats(strcol(SHAPE)) : NaN):(column(GBS)) \
+         with linespoints lt 1 dt i title sprintf("through the host, %s devices", word(ns, i))
+unset multiplot
