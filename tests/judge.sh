@@ -3,7 +3,8 @@
 # end, on a manifest of one made-up chapter: on a GPU with JUDGE_JOBS=3, those whose verdict
 # rests on a timing (the solution, a known-bug kernel whose symptom is a speed ratio, one that
 # names no symptom) each run with nothing beside them, after the others, which share; on the
-# CPU backend all of them share. Every verdict is still the rule's. A few seconds.
+# CPU backend all of them share. Every verdict is still the rule's; a starter or known-bug kernel
+# whose every test skipped is not graded, one that passed a test is. A few seconds.
 set -uo pipefail
 root=$(pwd)
 tmp=$(mktemp -d)
@@ -87,4 +88,16 @@ else
 fi
 expect "there, in the manifest's order" \
     "^starter solution speedy wrong unnamed wrong-too $" "$(order_of "$out")"
+
+# a starter and a known-bug kernel whose graders ran no test here (every one skipped) are not
+# held to fail; one that skipped some and passed the rest still is
+stand_in starter 0 "  SKIP  correct: needs two GPUs of one host"
+stand_in wrong 0 "  SKIP  correct: needs two GPUs of one host"
+stand_in wrong-too 0 "  SKIP  correct: needs two GPUs
+  PASS  correct 1x1"
+out=$(judged cuda)
+expect "a starter whose every test skipped is not graded there" \
+    "the starter is not graded here, every test skipped \(cuda\): correct: needs two GPUs" "$out"
+expect "nor a known-bug kernel" "wrong is not graded here, every test skipped" "$out"
+expect "but one that passed a test still fails the judge" "^judge: 5 passed, 1 failed$" "$out"
 exit $fail
