@@ -780,8 +780,9 @@ static struct emu_op *sched_seen(size_t *n)
     return op;
 }
 
-/* the ring's schedule, judged: no copy at all, and on every device a kernel a step at least, each
- * step but the first after a wait on an event recorded on the device before it */
+/* the ring's schedule, judged: no copy at all, no kernel of more than RING_MAX_BLOCKS blocks,
+ * and on every device a kernel a step at least, each step but the first after a wait on an event
+ * recorded on the device before it */
 static void judge_ring_schedule(int slot, const struct emu_op *op, size_t nop, int n)
 {
     int kernels[MGPU_MAX] = { 0 }, waits[MGPU_MAX] = { 0 };
@@ -796,6 +797,15 @@ static void judge_ring_schedule(int slot, const struct emu_op *op, size_t nop, i
                          "neighbour's buffer over the link, directly");
             ck_abort_msg("the ring made a copy (%s, %zu bytes, on device %d): every step is a "
                          "kernel reading the neighbour's memory", o->name, o->bytes, o->device);
+        }
+        if (o->kind == EMU_OP_KERNEL && o->blocks > RING_MAX_BLOCKS) {
+            grade_hint(slot, "the link, not the SMs, bounds the ring: a few dozen blocks with a "
+                             "few 16-byte loads each in flight fill it, and the rest of the GPU "
+                             "stays free for the work the all-reduce runs beside. Cap the grid "
+                             "and let each thread stride through the chunk");
+            ck_abort_msg("a ring kernel (%s, on device %d) launched %llu blocks of %u threads: "
+                         "at most RING_MAX_BLOCKS = %d", o->name, o->device, o->blocks,
+                         o->threads, RING_MAX_BLOCKS);
         }
         if (o->device < 0 || o->device >= n)
             continue;
@@ -841,11 +851,12 @@ START_TEST(step2_concept)
     struct rng r = grade_rng(slot);
     struct links l = grader_links(n);
     struct ring_problem q;
-    ring_problem_init(&q, n, 10007);
+    /* chunks of 10^5 floats: a grid of one thread a float4 would be 49 blocks */
+    ring_problem_init(&q, n, 300007);
     zones_seen(&q, q.zones_was);
     struct ring ring;
     memset(&ring, 0, sizeof ring);
-    cudaError_t e = SEEN(ring_create(&ring, &l, q.count, 1000));
+    cudaError_t e = SEEN(ring_create(&ring, &l, q.count, 100000));
     JUDGE(e == cudaSuccess, "ring_create returned %s", err_name(e));
     ring_fill(&q, &r);
     if (runs())
@@ -1223,8 +1234,9 @@ static void add_tests(Suite *s)
             grader_skip(te[0], SANITIZE_SKIP);
         else
             grader_add(s, "errors", step2_errors, te, 1, 60);
-        static const char *tc[] = { "concept: no copy, a kernel a step on every device, each "
-                                    "after its neighbour's" };
+        static const char *tc[] = { "concept: no copy, at most RING_MAX_BLOCKS blocks a kernel, "
+                                    "a kernel a step on every device, each after its "
+                                    "neighbour's" };
         if (emu)
             grader_add(s, "concept", step2_concept, tc, 1, 60);
         else

@@ -767,11 +767,28 @@ START_TEST(schedule_names_peer_copies_and_writes_devices)
     ck_assert_ptr_nonnull(f);
     char line[512];
     ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
-    ck_assert_msg(strstr(line, "\tgraph\tdevice\tsrc_device\tdst_device\n"), "%s", line);
+    ck_assert_msg(strstr(line, "\tgraph\tdevice\tsrc_device\tdst_device\tblocks\tthreads\n"),
+                  "%s", line);
     ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
-    ck_assert_msg(strstr(line, "\tP2P\t") && strstr(line, "\t0\t1\t0\t2\n"), "%s", line);
+    ck_assert_msg(strstr(line, "\tP2P\t") && strstr(line, "\t0\t1\t0\t2\t0\t0\n"), "%s", line);
     fclose(f);
     unlink(path);
+
+    /* a kernel's row: its device, and its grid's blocks and a block's threads (1000 floats in
+     * blocks of 128: 8 of them) */
+    emu_schedule_reset();
+    CK_CUDA(cudaSetDevice(2));
+    edk_affine(d2, d2, 1000, 2.0f, 1.0f, 0);
+    CK_CUDA(cudaGetLastError());
+    CK_CUDA(cudaDeviceSynchronize());
+    ops = schedule(&n);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_int_eq(ops[0].kind, EMU_OP_KERNEL);
+    ck_assert_int_eq(ops[0].device, 2);
+    ck_assert_uint_eq(ops[0].blocks, 8);
+    ck_assert_uint_eq(ops[0].threads, 128);
+    free(ops);
+    CK_CUDA(cudaSetDevice(1));
     CK_CUDA(cudaStreamDestroy(s1));
     CK_CUDA(cudaFree(d0));
     CK_CUDA(cudaFree(d2));

@@ -805,17 +805,24 @@ START_TEST(graph_replay_matches_plain_launches)
     ck_assert_ptr_nonnull(f);
     char line[512];
     ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
-    ck_assert_msg(strstr(line, "\tafter\tgraph\tdevice\tsrc_device\tdst_device\n"), "%s", line);
+    ck_assert_msg(strstr(line, "\tafter\tgraph\tdevice\tsrc_device\tdst_device\tblocks\t"
+                               "threads\n"), "%s", line);
     int rows = 0;
     while (fgets(line, sizeof line, f)) {
-        /* graph, then the three device columns, all on device 0 */
+        /* graph, the three device columns, all on device 0, then a kernel's blocks and threads
+         * (0 for the rest) */
         const char *field = line + strlen(line);
-        for (int tabs = 0; tabs < 4 && field > line;)
+        for (int tabs = 0; tabs < 6 && field > line;)
             tabs += *--field == '\t';
         int graph_col = -1, device = -1, src = -2, dst = -2;
-        ck_assert_msg(sscanf(field, "\t%d\t%d\t%d\t%d\n", &graph_col, &device, &src, &dst) == 4, "%s", line);
+        unsigned long long blocks = 1;
+        unsigned threads = 1;
+        ck_assert_msg(sscanf(field, "\t%d\t%d\t%d\t%d\t%llu\t%u\n", &graph_col, &device, &src,
+                             &dst, &blocks, &threads) == 6, "%s", line);
         ck_assert_msg(graph_col == (rows < REPLAYS * (1 + 3 * ITERS) ? g : 0), "%s", line);
         ck_assert_msg(device == 0 && src >= -1 && src <= 0 && dst >= -1 && dst <= 0, "%s", line);
+        int kernel = strstr(line, "\tkernel\t") != NULL;
+        ck_assert_msg(kernel ? blocks > 0 && threads > 0 : blocks == 0 && threads == 0, "%s", line);
         ++rows;
     }
     fclose(f);

@@ -23,8 +23,9 @@
  *            exact in any order: every device's buffer the exact sum, twice, the second time in
  *            a shuffled order that keeps only the dependencies you declared; nothing held after
  *            ring_destroy; bad arguments refused
- *   concept  on the CPU backend, from the schedule: no copy through the host, and on every
- *            device 2 (ndev - 1) kernel steps a chunk, each after a wait on its neighbour
+ *   concept  on the CPU backend, from the schedule: no copy through the host, no kernel of
+ *            more than RING_MAX_BLOCKS blocks, and on every device a kernel at each of the
+ *            2 (ndev - 1) steps, each after a wait on its neighbour
  *   speed    on a GPU with two devices or more, against allreduce_host in the same run
  *
  * The lesson is README.md beside this file; its hints for step 2 are there too. */

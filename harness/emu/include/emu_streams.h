@@ -90,6 +90,8 @@ struct emu_op {
     int src_device, dst_device; /* copies: the devices of the source and the destination, -1
                                   for host memory (a copy between two devices is named "P2P");
                                   -1 for every other operation */
+    unsigned long long blocks; /* a kernel: the blocks of its grid; 0 for everything else */
+    unsigned threads;          /* a kernel: the threads of a block; 0 for everything else */
 };
 
 /* The operations recorded since the start or the last emu_schedule_reset, in the order they

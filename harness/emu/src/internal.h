@@ -109,6 +109,8 @@ struct OpDesc {
     bool pageable;         /* MEMCPY: the host side is pageable */
     int src_device = -1;   /* MEMCPY: the devices of the two sides, -1 for host memory */
     int dst_device = -1;
+    unsigned long long blocks = 0; /* KERNEL: the grid's blocks and a block's threads */
+    unsigned threads = 0;
 };
 bool valid_stream(cudaStream_t s);   /* 0, the two default streams, or a live stream */
 bool is_legacy(cudaStream_t s);      /* 0, cudaStreamLegacy, cudaStreamPerThread */

@@ -1101,7 +1101,9 @@ void launch(const void *kernel, const Cfg &c, void (*body)(void *), void *pack,
         record(e);
         return;
     }
-    const OpDesc d{OpKind::KERNEL, kernel, cudaMemcpyDefault, 0, false};
+    OpDesc d{OpKind::KERNEL, kernel, cudaMemcpyDefault, 0, false};
+    d.blocks = (unsigned long long)c.grid.x * c.grid.y * c.grid.z;
+    d.threads = c.block.x * c.block.y * c.block.z;
     if (device_count() > 1) {
         /* the pointers are checked when the kernel runs, against the peer access then */
         const int device = current_device();

@@ -172,6 +172,8 @@ struct Entry {
     bool host_sync, pageable, skipped;
     int stream, event, graph;
     int device, src_device, dst_device;
+    unsigned long long blocks;
+    unsigned threads;
     const void *kernel;
     size_t bytes;
     uint64_t issue, run;
@@ -334,6 +336,8 @@ void execute(Op &op, bool host_sync)
     e.device = op.device;
     e.src_device = op.desc.src_device;
     e.dst_device = op.desc.dst_device;
+    e.blocks = op.desc.blocks;
+    e.threads = op.desc.threads;
     e.kernel = op.desc.kernel;
     e.bytes = op.desc.bytes;
     e.issue = op.issue;
@@ -531,6 +535,8 @@ void fill(const Entry &e, emu_op *out)
     out->device = e.device;
     out->src_device = e.src_device;
     out->dst_device = e.dst_device;
+    out->blocks = e.blocks;
+    out->threads = e.threads;
 }
 
 /* ---- stream capture */
@@ -1451,13 +1457,15 @@ int emu_schedule_write_tsv(const char *path)
     if (!f)
         return -1;
     std::fprintf(f, "issue\trun\tstream\tkind\tname\tbytes\tstart_ms\tend_ms\thost_sync\tpageable\t"
-                    "skipped\tevent\tafter\tgraph\tdevice\tsrc_device\tdst_device\n");
+                    "skipped\tevent\tafter\tgraph\tdevice\tsrc_device\tdst_device\tblocks\t"
+                    "threads\n");
     for (const Entry &e : g_schedule)
-        std::fprintf(f, "%llu\t%llu\t%d\t%s\t%s\t%zu\t%.6f\t%.6f\t%d\t%d\t%d\t%d\t%lld\t%d\t%d\t%d\t%d\n",
+        std::fprintf(f, "%llu\t%llu\t%d\t%s\t%s\t%zu\t%.6f\t%.6f\t%d\t%d\t%d\t%d\t%lld\t%d\t%d\t%d\t%d"
+                        "\t%llu\t%u\n",
                      (unsigned long long)e.issue, (unsigned long long)e.run, e.stream,
                      kind_word(e.kind), op_name(e).c_str(), e.bytes, e.start, e.end, e.host_sync,
                      e.pageable, e.skipped, e.event, e.after, e.graph, e.device, e.src_device,
-                     e.dst_device);
+                     e.dst_device, e.blocks, e.threads);
     return std::fclose(f) == 0 ? 0 : -1;
 }
 
