@@ -1,14 +1,16 @@
-/* 12-multi-gpu.c: the grader of chapter 12, and its bench. Two steps (collective.h):
+/* 12-multi-gpu.c: the grader of chapter 12, and its bench. Three steps (collective.h):
  *
  *   step 1  links_open, links_close: peer access between every pair of devices that allows it
  *   step 2  ring_create, ring_allreduce, ring_destroy: a ring all-reduce by hand
+ *   step 3  ring_copy_create, ring_copy_allreduce, ring_copy_destroy: the ring on the copy
+ *           engines
  *
  * Each step is graded on
  *   correctness  on the CPU backend, machines of 1 to 4 emulated devices (harness/emu/README.md,
  *                "Several devices"), some with every link, some with none, some with a few; on
  *                a GPU, the machine's own devices. Step 1: which device reaches which, as the
  *                machine says and as the accesses really are, before and after links_close.
- *                Step 2: fresh random integer-valued inputs (never zeros) whose sums are exact
+ *                Steps 2 and 3: fresh random integer-valued inputs (never zeros) whose sums are exact
  *                in any order, every device's buffer compared bit for bit with the sum, three
  *                times, the second and third with the CPU backend's streams run in a shuffled
  *                order that keeps only the declared dependencies; guard zones round every
@@ -16,10 +18,14 @@
  *   errors       bad arguments refused with cudaErrorInvalidValue, a missing link with
  *                cudaErrorPeerAccessNotEnabled, nothing left held; every call leaves the
  *                current device as it found it and no error for cudaGetLastError
- *   concept      on the CPU backend, from the schedule its stream scheduler records: no copy
- *                through the host, and on every device a kernel a step at least, each step
- *                after a wait on an event of the device before it in the ring
- *   speed        on a GPU with two devices or more: the ring against allreduce_host, both
+ *   concept      on the CPU backend, from the schedule its stream scheduler records. Step 2:
+ *                no copy, no kernel over RING_MAX_BLOCKS blocks, and on every device a kernel
+ *                a step at least, each step after a wait on an event of the device before it
+ *                in the ring. Step 3 (run with no peer access enabled, so that a kernel given
+ *                another device's memory faults): peer copies only, on a stream apart from the
+ *                adds', each add after its copy landed, each receive slot refilled after the
+ *                add that read it
+ *   speed        on a GPU with two devices or more: each ring against allreduce_host, both
  *                timed in the same run
  *
  * Every test is split into a runner and a judge (grade.h, "the judge and the runner"): the
@@ -30,7 +36,7 @@
  * claim of the code under grading: bounded before it sizes anything, never a pointer.
  *
  *   grade --bench F  on a GPU: a peer copy one way and both ways at once, the same bytes
- *                through the host, and the ring against allreduce_host at sizes from 1 MiB to
+ *                through the host, and both rings against allreduce_host at sizes from 1 MiB to
  *                1 GiB, on every device the machine has (rows of algorithm bandwidth); on the
  *                CPU backend, the same rows on 2 and 4 emulated devices in host time, which says
  *                nothing about a GPU.
@@ -452,7 +458,7 @@ START_TEST(step1_errors)
         for (int j = 0; j < m.n; j++)
             JUDGE(!on.f[i][j], "a refused links_open left access from device %d to device %d "
                   "enabled", i, j);
-    grade_note(slot, "bad device counts and NULL refused, nothing enabled");
+    grade_note(slot, "refused, nothing enabled");
     grade_split_end();
 }
 END_TEST
@@ -584,8 +590,10 @@ static void ring_check(int slot, struct ring_problem *q, const char *what)
                          "of a segment may be short"
                        : "a partial sum, or a sum counted twice: check which segment each "
                          "device reads at each step (reduce-scatter: d - 1 - s; all-gather: "
-                         "d - t, mod ndev), and that device d waits for its neighbour's event "
-                         "of the step before, recorded after that kernel");
+                         "d - t, mod ndev), that device d waits for its neighbour's event "
+                         "of the step before, recorded after the work that wrote the chunk, "
+                         "and (step 3) that an add waits for its copy and a copy into a slot "
+                         "for the add that read it last");
             ck_abort_msg("%s: %d devices, count %zu: device %d's element %zu is %.9g, want "
                          "%.9g (the sum of the %d inputs)%s", what, q->n, q->count, d, i,
                          (double)q->got[i], (double)q->want[i], q->n,
@@ -640,17 +648,67 @@ static struct links grader_links(int n)
     return l;
 }
 
-START_TEST(step2_correct)
+/* Step 2's ring or step 3's, behind one face: the step's own calls make, run and destroy it.
+ * Step 2's reads its neighbours through the links (the grader's, opened beforehand); step 3's
+ * copies, and needs none. */
+struct any_ring {
+    int step;
+    struct ring r2;
+    struct ring_copy r3;
+};
+
+static const char *call_name(int step, const char *what)
+{
+    static const char *const NAMES[2][3] = {
+        { "ring_create", "ring_allreduce", "ring_destroy" },
+        { "ring_copy_create", "ring_copy_allreduce", "ring_copy_destroy" },
+    };
+    int i = !strcmp(what, "create") ? 0 : !strcmp(what, "allreduce") ? 1 : 2;
+    return NAMES[step == 3][i];
+}
+
+static cudaError_t any_create(struct any_ring *a, int step, const struct links *l, int n,
+                              size_t count, size_t chunk)
+{
+    memset(a, 0, sizeof *a);
+    a->step = step;
+    return step == 2 ? ring_create(&a->r2, l, count, chunk)
+                     : ring_copy_create(&a->r3, n, count, chunk);
+}
+
+static cudaError_t any_allreduce(struct any_ring *a, float *const buf[])
+{
+    return a->step == 2 ? ring_allreduce(&a->r2, buf) : ring_copy_allreduce(&a->r3, buf);
+}
+
+static cudaError_t any_destroy(struct any_ring *a)
+{
+    return a->step == 2 ? ring_destroy(&a->r2) : ring_copy_destroy(&a->r3);
+}
+
+/* the machine of a ring test: step 2's links opened by the grader; step 3 on three devices with
+ * no peer link at all (its copies must work there), elsewhere links that nobody opens */
+static struct links ring_machine(int step, int n)
+{
+    struct machine m = { n, step == 3 && n == 3 && !gpu_times_are_real() ? "" : NULL, "" };
+    machine_up(&m);
+    struct links l;
+    memset(&l, 0, sizeof l);
+    return step == 2 ? grader_links(n) : l;
+}
+
+static const int STEP2 = 2, STEP3 = 3; /* the tests' contexts: their step */
+
+START_TEST(ring_correct)
 {
     int slot = grade_slot();
+    const int step = *(const int *)grade_ctx();
     struct ring_case c = ring_case_here(_i);
     if (grade_quick_skip(slot, (double)c.count * c.n, "floats"))
         return;
     grade_split(); /* the ring in a runner, the checks here */
-    struct machine m = { c.n, NULL, "" };
-    machine_up(&m);
+    struct links l = ring_machine(step, c.n);
     struct rng r = grade_rng(slot);
-    struct links l = grader_links(c.n);
     struct ring_problem q;
     ring_problem_init(&q, c.n, c.count);
     zones_seen(&q, q.zones_was);
@@ -658,14 +716,13 @@ START_TEST(step2_correct)
     const int current = c.n > 1 ? 1 : 0;
     if (runs())
         CUDA_CHECK(cudaSetDevice(current));
-    struct ring ring;
-    memset(&ring, 0, sizeof ring);
-    cudaError_t e = SEEN(ring_create(&ring, &l, c.count, c.chunk));
-    JUDGE(e == cudaSuccess, "%d devices, count %zu, chunk %zu: ring_create returned %s", c.n,
-          c.count, c.chunk, err_name(e));
-    check_after(slot, "ring_create", current);
-    static const char *const RUNS[] = { "ring_allreduce", "second run, shuffled streams",
-                                        "third run, shuffled streams" };
+    struct any_ring ring;
+    cudaError_t e = SEEN(any_create(&ring, step, &l, c.n, c.count, c.chunk));
+    JUDGE(e == cudaSuccess, "%d devices, count %zu, chunk %zu: %s returned %s", c.n, c.count,
+          c.chunk, call_name(step, "create"), err_name(e));
+    check_after(slot, call_name(step, "create"), current);
+    const char *const RUNS[] = { call_name(step, "allreduce"), "second run, shuffled streams",
+                                 "third run, shuffled streams" };
     for (int round = 0; round < 3; round++) {
         if (round > 0) {
             shuffle(&r);
@@ -674,15 +731,15 @@ START_TEST(step2_correct)
         ring_fill(&q, &r);
         if (runs())
             CUDA_CHECK(cudaSetDevice(current));
-        e = SEEN(ring_allreduce(&ring, q.d));
-        JUDGE(e == cudaSuccess, "%s: %d devices, count %zu, chunk %zu: ring_allreduce returned "
-              "%s", RUNS[round], c.n, c.count, c.chunk, err_name(e));
-        check_after(slot, "ring_allreduce", current);
+        e = SEEN(any_allreduce(&ring, q.d));
+        JUDGE(e == cudaSuccess, "%s: %d devices, count %zu, chunk %zu: %s returned %s",
+              RUNS[round], c.n, c.count, c.chunk, call_name(step, "allreduce"), err_name(e));
+        check_after(slot, call_name(step, "allreduce"), current);
         ring_check(slot, &q, RUNS[round]);
     }
-    e = SEEN(ring_destroy(&ring));
-    JUDGE(e == cudaSuccess, "ring_destroy returned %s", err_name(e));
-    check_after(slot, "ring_destroy", current);
+    e = SEEN(any_destroy(&ring));
+    JUDGE(e == cudaSuccess, "%s returned %s", call_name(step, "destroy"), err_name(e));
+    check_after(slot, call_name(step, "destroy"), current);
     check_census(slot, before, "a ring made, run three times and destroyed");
     ring_problem_free(&q);
     grade_note(slot, "every buffer the exact sum, three times");
@@ -748,7 +805,60 @@ START_TEST(step2_errors)
     e = SEEN(ring_destroy(&ring));
     JUDGE(e == cudaSuccess, "ring_destroy returned %s", err_name(e));
     check_census(slot, before, "a ring made and destroyed");
-    grade_note(slot, "bad counts, chunks, links and pointers refused, nothing held");
+    grade_note(slot, "refused, nothing held");
+    grade_split_end();
+}
+END_TEST
+
+START_TEST(step3_errors)
+{
+    int slot = grade_slot();
+    int n = gpu_times_are_real() ? gpu_devices() : 2;
+    grade_split();
+    struct machine m = { n, NULL, "" };
+    machine_up(&m);
+    struct census before = census_seen();
+    const int current = n - 1;
+    if (runs())
+        CUDA_CHECK(cudaSetDevice(current));
+    struct ring_copy ring;
+    struct { int ndev; size_t count, chunk; const char *why; } bad[] = {
+        { n, 0, 1, "count 0" },
+        { n, 1000, 0, "chunk 0" },
+        { 0, 1000, 10, "0 devices" },
+        { n + 1, 1000, 10, "one device more than the machine has" },
+        { MGPU_MAX + 1, 1000, 10, "MGPU_MAX + 1 devices" },
+        { n, (size_t)1 << 20, 1, "chunks of 1 float in segments of 2^20 / ndev" },
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        memset(&ring, 0, sizeof ring);
+        cudaError_t e = SEEN(ring_copy_create(&ring, bad[k].ndev, bad[k].count, bad[k].chunk));
+        JUDGE(e == cudaErrorInvalidValue, "ring_copy_create with %s returned %s, want "
+              "cudaErrorInvalidValue", bad[k].why, err_name(e));
+        check_after(slot, "ring_copy_create refusing bad arguments", current);
+    }
+    cudaError_t e = SEEN(ring_copy_create(NULL, n, 1000, 10));
+    JUDGE(e == cudaErrorInvalidValue, "ring_copy_create(NULL, ...) returned %s, want "
+          "cudaErrorInvalidValue", err_name(e));
+    check_census(slot, before, "ring_copy_create refusing bad arguments");
+    memset(&ring, 0, sizeof ring);
+    e = SEEN(ring_copy_create(&ring, n, 1000, 10));
+    JUDGE(e == cudaSuccess, "ring_copy_create(%d devices, 1000, 10) returned %s", n, err_name(e));
+    e = SEEN(ring_copy_allreduce(&ring, NULL));
+    JUDGE(e == cudaErrorInvalidValue, "ring_copy_allreduce(r, NULL) returned %s, want "
+          "cudaErrorInvalidValue", err_name(e));
+    e = SEEN(ring_copy_allreduce(NULL, NULL));
+    JUDGE(e == cudaErrorInvalidValue, "ring_copy_allreduce(NULL, NULL) returned %s, want "
+          "cudaErrorInvalidValue", err_name(e));
+    float *none[MGPU_MAX] = { NULL };
+    e = SEEN(ring_copy_allreduce(&ring, none));
+    JUDGE(e == cudaErrorInvalidValue, "ring_copy_allreduce with NULL buffers returned %s, want "
+          "cudaErrorInvalidValue", err_name(e));
+    check_after(slot, "ring_copy_allreduce refusing bad arguments", current);
+    e = SEEN(ring_copy_destroy(&ring));
+    JUDGE(e == cudaSuccess, "ring_copy_destroy returned %s", err_name(e));
+    check_census(slot, before, "a ring made and destroyed");
+    grade_note(slot, "refused, nothing held");
     grade_split_end();
 }
 END_TEST
@@ -840,37 +950,154 @@ static void judge_ring_schedule(int slot, const struct emu_op *op, size_t nop, i
 }
 #endif
 
-START_TEST(step2_concept)
+#ifdef HARNESS_EMU
+/* the record op[j] whose issue number is `issue`, or NULL */
+static const struct emu_op *record_of(const struct emu_op *op, size_t nop, long long issue)
+{
+    for (size_t j = 0; j < nop; j++)
+        if (op[j].kind == EMU_OP_EVENT_RECORD && (long long)op[j].issue == issue)
+            return &op[j];
+    return NULL;
+}
+
+/* step 3's schedule, judged: every byte between devices a P2P copy, none through the host; on
+ * each device the copies on one stream and the adds on another, each add after a wait on a
+ * record of the copy stream (the chunk landed), a copy into a slot used before after a wait on a
+ * record of the add stream (the add read it), the copies after the neighbour's records; no
+ * kernel over RING_MAX_BLOCKS blocks */
+static void judge_copy_schedule(int slot, const struct emu_op *op, size_t nop, int n)
+{
+    int copies[MGPU_MAX] = { 0 }, adds[MGPU_MAX] = { 0 }, landed[MGPU_MAX] = { 0 };
+    int drained[MGPU_MAX] = { 0 }, from_left[MGPU_MAX] = { 0 };
+    int copy_stream[MGPU_MAX], add_stream[MGPU_MAX];
+    for (int d = 0; d < n; d++)
+        copy_stream[d] = add_stream[d] = -1;
+    for (size_t i = 0; i < nop; i++) {
+        const struct emu_op *o = &op[i];
+        if (o->kind == EMU_OP_MEMCPY && (o->src_device < 0 || o->dst_device < 0)) {
+            grade_hint(slot, "cudaMemcpyPeerAsync moves a chunk from one device's memory to "
+                             "another's: nothing needs to come to the host");
+            ck_abort_msg("a copy through the host (%s, %zu bytes, on device %d)", o->name,
+                         o->bytes, o->device);
+        }
+        if (o->kind == EMU_OP_KERNEL && o->blocks > RING_MAX_BLOCKS)
+            ck_abort_msg("an add kernel (%s, on device %d) launched %llu blocks: at most "
+                         "RING_MAX_BLOCKS = %d", o->name, o->device, o->blocks, RING_MAX_BLOCKS);
+        if (o->device < 0 || o->device >= n)
+            continue;
+        int d = o->device;
+        if (o->kind == EMU_OP_MEMCPY) {
+            copies[d]++;
+            copy_stream[d] = copy_stream[d] < 0 ? o->stream : copy_stream[d];
+        } else if (o->kind == EMU_OP_KERNEL) {
+            adds[d]++;
+            add_stream[d] = add_stream[d] < 0 ? o->stream : add_stream[d];
+        }
+    }
+    for (int d = 0; d < n; d++) {
+        if (copies[d] < 2 * (n - 1) || adds[d] < n - 1) {
+            grade_hint(slot, "every step of the ring is a copy from the neighbour on the "
+                             "receiving device, and every reduce-scatter step an add after it");
+            ck_abort_msg("device %d made %d copies and %d adds: a ring of %d devices takes a "
+                         "copy at each of its %d steps and an add at each of its %d "
+                         "reduce-scatter steps, at least", d, copies[d], adds[d], n,
+                         2 * (n - 1), n - 1);
+        }
+        for (size_t i = 0; i < nop; i++) {
+            const struct emu_op *o = &op[i];
+            if (o->device != d)
+                continue;
+            if ((o->kind == EMU_OP_MEMCPY && o->stream != copy_stream[d]) ||
+                (o->kind == EMU_OP_KERNEL && o->stream != add_stream[d]))
+                ck_abort_msg("device %d's %s ran on streams %d and %d: one stream for the "
+                             "copies, another for the adds", d,
+                             o->kind == EMU_OP_MEMCPY ? "copies" : "adds",
+                             o->kind == EMU_OP_MEMCPY ? copy_stream[d] : add_stream[d],
+                             o->stream);
+        }
+        if (copy_stream[d] == add_stream[d]) {
+            grade_hint(slot, "on one stream the copy of the next chunk waits for the add of "
+                             "this one: give the copies a stream of their own, and order the two "
+                             "by events");
+            ck_abort_msg("device %d's copies and adds ran on one stream (%d)", d,
+                         copy_stream[d]);
+        }
+    }
+    for (size_t i = 0; i < nop; i++) {
+        const struct emu_op *w = &op[i];
+        if (w->kind != EMU_OP_EVENT_WAIT || w->after < 0 || w->device < 0 || w->device >= n)
+            continue;
+        const struct emu_op *rec = record_of(op, nop, w->after);
+        if (!rec)
+            continue;
+        int d = w->device;
+        if (w->stream == add_stream[d] && rec->stream == copy_stream[d])
+            landed[d]++;
+        if (w->stream == copy_stream[d] && rec->device == d && rec->stream == add_stream[d])
+            drained[d]++;
+        if (w->stream == copy_stream[d] && rec->device == (d + n - 1) % n)
+            from_left[d]++;
+    }
+    for (int d = 0; d < n; d++) {
+        if (landed[d] < adds[d]) {
+            grade_hint(slot, "an add reads the slot its copy fills: record an event on the copy "
+                             "stream after the copy, and make the add stream wait for it");
+            ck_abort_msg("device %d ran %d adds and waited %d times for its copy stream: each "
+                         "add must wait for its chunk to land", d, adds[d], landed[d]);
+        }
+        if (adds[d] > RING_SLOTS && drained[d] == 0) {
+            grade_hint(slot, "a slot is filled again %d chunks later: the copy into it must wait "
+                             "for the add that read it last (an event recorded on the add "
+                             "stream after that add)", RING_SLOTS);
+            ck_abort_msg("device %d reused its %d receive slots for %d chunks and its copy "
+                         "stream never waited for an add: a copy may overwrite a slot before "
+                         "the add read it", d, RING_SLOTS, adds[d]);
+        }
+        if (from_left[d] < 2 * (n - 1) - 1)
+            ck_abort_msg("device %d's copies waited %d times for an event of device %d: a ring "
+                         "of %d devices takes a wait before each step after the first, %d at "
+                         "least", d, from_left[d], (d + n - 1) % n, n, 2 * (n - 1) - 1);
+    }
+    grade_note(slot, "P2P copies on one stream, adds on another, each add after its copy, each "
+                     "slot refilled after its add (device 0: %d copies, %d adds)", copies[0],
+               adds[0]);
+    grade_summary("copies on the copy engines, adds on the SMs, ordered by events");
+}
+#endif
+
+START_TEST(ring_concept)
 {
 #ifdef HARNESS_EMU
     int slot = grade_slot();
+    const int step = *(const int *)grade_ctx();
     grade_split();
     const int n = 3;
-    struct machine m = { n, NULL, "" };
-    machine_up(&m);
+    struct links l = ring_machine(step, n);
     struct rng r = grade_rng(slot);
-    struct links l = grader_links(n);
     struct ring_problem q;
     /* chunks of 10^5 floats: a grid of one thread a float4 would be 49 blocks */
     ring_problem_init(&q, n, 300007);
     zones_seen(&q, q.zones_was);
-    struct ring ring;
-    memset(&ring, 0, sizeof ring);
-    cudaError_t e = SEEN(ring_create(&ring, &l, q.count, 100000));
-    JUDGE(e == cudaSuccess, "ring_create returned %s", err_name(e));
+    struct any_ring ring;
+    cudaError_t e = SEEN(any_create(&ring, step, &l, n, q.count, 100000));
+    JUDGE(e == cudaSuccess, "%s returned %s", call_name(step, "create"), err_name(e));
     ring_fill(&q, &r);
     if (runs())
         emu_schedule_reset();
-    e = SEEN(ring_allreduce(&ring, q.d));
-    JUDGE(e == cudaSuccess, "ring_allreduce returned %s", err_name(e));
+    e = SEEN(any_allreduce(&ring, q.d));
+    JUDGE(e == cudaSuccess, "%s returned %s", call_name(step, "allreduce"), err_name(e));
     size_t nop = 0;
     struct emu_op *op = sched_seen(&nop);
-    ring_check(slot, &q, "ring_allreduce");
-    if (judges())
-        judge_ring_schedule(slot, op, nop, n);
+    ring_check(slot, &q, call_name(step, "allreduce"));
+    if (judges()) {
+        if (step == 2)
+            judge_ring_schedule(slot, op, nop, n);
+        else
+            judge_copy_schedule(slot, op, nop, n);
+    }
     free(op);
-    e = SEEN(ring_destroy(&ring));
-    JUDGE(e == cudaSuccess, "ring_destroy returned %s", err_name(e));
+    e = SEEN(any_destroy(&ring));
+    JUDGE(e == cudaSuccess, "%s returned %s", call_name(step, "destroy"), err_name(e));
     ring_problem_free(&q);
     grade_split_end();
 #endif
@@ -889,32 +1116,30 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-START_TEST(step2_speed)
+START_TEST(ring_speed)
 {
     int slot = grade_slot();
+    const int step = *(const int *)grade_ctx();
     const int n = gpu_devices();
     grade_split();
-    struct machine m = { n, NULL, "" };
-    machine_up(&m);
+    struct links l = ring_machine(step, n);
     struct rng r = grade_rng(slot);
-    struct links l = grader_links(n);
     struct ring_problem q;
     ring_problem_init(&q, n, SPEED_FLOATS);
     zones_seen(&q, q.zones_was);
-    struct ring ring;
-    memset(&ring, 0, sizeof ring);
-    cudaError_t e = SEEN(ring_create(&ring, &l, q.count, (size_t)1 << 20));
-    JUDGE(e == cudaSuccess, "ring_create returned %s", err_name(e));
+    struct any_ring ring;
+    cudaError_t e = SEEN(any_create(&ring, step, &l, n, q.count, (size_t)1 << 20));
+    JUDGE(e == cudaSuccess, "%s returned %s", call_name(step, "create"), err_name(e));
     ring_fill(&q, &r);
     struct ring_times t;
     memset(&t, 0, sizeof t);
     if (runs()) {
         /* a warm-up of each, then the two in turns */
-        t.ring[SPEED_REPS] = ring_allreduce(&ring, q.d);
+        t.ring[SPEED_REPS] = any_allreduce(&ring, q.d);
         t.host[SPEED_REPS] = allreduce_host(q.d, n, q.count);
         for (int k = 0; k < SPEED_REPS; k++) {
             double t0 = now_ms();
-            t.ring[k] = ring_allreduce(&ring, q.d);
+            t.ring[k] = any_allreduce(&ring, q.d);
             double t1 = now_ms();
             t.host[k] = allreduce_host(q.d, n, q.count);
             double t2 = now_ms();
@@ -924,7 +1149,7 @@ START_TEST(step2_speed)
     }
     grade_exchange_bytes(&t, sizeof t);
     for (int k = 0; k <= SPEED_REPS && judges(); k++) {
-        ck_assert_msg(t.ring[k] == cudaSuccess, "ring_allreduce returned %s",
+        ck_assert_msg(t.ring[k] == cudaSuccess, "%s returned %s", call_name(step, "allreduce"),
                       err_name(t.ring[k]));
         ck_assert_msg(t.host[k] == cudaSuccess, "allreduce_host returned %s",
                       err_name(t.host[k]));
@@ -933,8 +1158,8 @@ START_TEST(step2_speed)
         ck_assert_msg(t.tr[k] > 0 && t.tr[k] < 1e9 && t.th[k] > 0 && t.th[k] < 1e9,
                       "the grade lost step with the code it runs: a timing of %g or %g ms came "
                       "back", t.tr[k], t.th[k]);
-    e = SEEN(ring_destroy(&ring));
-    JUDGE(e == cudaSuccess, "ring_destroy returned %s", err_name(e));
+    e = SEEN(any_destroy(&ring));
+    JUDGE(e == cudaSuccess, "%s returned %s", call_name(step, "destroy"), err_name(e));
     ring_problem_free(&q);
     if (judges()) {
         qsort(t.tr, SPEED_REPS, sizeof t.tr[0], cmp_double);
@@ -946,9 +1171,13 @@ START_TEST(step2_speed)
                          "(needs %.1fx)", n, bytes / MIB, tr, bytes / (tr * 1e6),
                    bytes / (tr * 1e6) * 2.0 * (n - 1) / n, th, th / tr, RING_NEEDS);
         grade_summary("%.1fx allreduce_host (needs %.1fx)", th / tr, RING_NEEDS);
-        grade_hint(slot, "is every step a kernel reading the neighbour over the link, with the "
-                         "chunks of different steps in flight at once? A wait of the host between "
-                         "steps, or one chunk a step, serialises the ring");
+        grade_hint(slot, "%s", step == 2
+                   ? "is every step a kernel reading the neighbour over the link, with the "
+                     "chunks of different steps in flight at once? A wait of the host between "
+                     "steps, or one chunk a step, serialises the ring"
+                   : "are the links open (step 1)? Without peer access the driver stages every "
+                     "copy through the host. With them, are the copies of one chunk in flight "
+                     "while the adds of the one before run, on the two streams?");
         ck_assert_msg(th / tr >= RING_NEEDS, "the ring %.3f ms, allreduce_host %.3f ms: %.2fx, "
                       "needs %.1fx", tr, th, th / tr, RING_NEEDS);
     }
@@ -983,6 +1212,7 @@ static double timed(cudaError_t (*fn)(void *), void *ctx, int reps)
 
 struct bench_ring {
     struct ring *ring;
+    struct ring_copy *ring_copy;
     float *buf[MGPU_MAX];
     int n;
     size_t count;
@@ -992,6 +1222,12 @@ static cudaError_t run_ring(void *ctx)
 {
     struct bench_ring *b = ctx;
     return ring_allreduce(b->ring, b->buf);
+}
+
+static cudaError_t run_ring_copy(void *ctx)
+{
+    struct bench_ring *b = ctx;
+    return ring_copy_allreduce(b->ring_copy, b->buf);
 }
 
 static cudaError_t run_host(void *ctx)
@@ -1090,8 +1326,10 @@ static int bench_ring_at(struct results *out, const struct links *l, int n, size
                          size_t chunk, size_t host_max, int reps)
 {
     struct ring ring;
+    struct ring_copy ring_copy;
     memset(&ring, 0, sizeof ring);
-    struct bench_ring b = { &ring, { NULL }, n, count };
+    memset(&ring_copy, 0, sizeof ring_copy);
+    struct bench_ring b = { &ring, &ring_copy, { NULL }, n, count };
     for (int d = 0; d < n; d++) {
         CUDA_CHECK(cudaSetDevice(d));
         CUDA_CHECK(cudaMalloc((void **)&b.buf[d], count * sizeof(float)));
@@ -1103,24 +1341,33 @@ static int bench_ring_at(struct results *out, const struct links *l, int n, size
         fprintf(stderr, "bench: ring_create: %s\n", err_name(e));
         return -1;
     }
+    e = ring_copy_create(&ring_copy, n, count, chunk);
+    if (e != cudaSuccess) {
+        fprintf(stderr, "bench: ring_copy_create: %s\n", err_name(e));
+        return -1;
+    }
     char shape[48];
     snprintf(shape, sizeof shape, "%dx%zu", n, count);
     double bytes = (double)count * sizeof(float);
     double tr = timed(run_ring, &b, reps);
     if (tr > 0)
         row(out, "ring", shape, tr, bytes / (tr * 1e6));
+    double tc = timed(run_ring_copy, &b, reps);
+    if (tc > 0)
+        row(out, "ring_copy", shape, tc, bytes / (tc * 1e6));
     if (count <= host_max) {
         double th = timed(run_host, &b, reps < 3 ? reps : 3);
         if (th > 0)
             row(out, "host", shape, th, bytes / (th * 1e6));
     }
     CUDA_CHECK(ring_destroy(&ring));
+    CUDA_CHECK(ring_copy_destroy(&ring_copy));
     for (int d = 0; d < n; d++) {
         CUDA_CHECK(cudaSetDevice(d));
         CUDA_CHECK(cudaFree(b.buf[d]));
     }
     CUDA_CHECK(cudaSetDevice(0));
-    return tr > 0 ? 0 : -1;
+    return tr > 0 && tc > 0 ? 0 : -1;
 }
 
 static int bench(const char *path)
@@ -1186,6 +1433,8 @@ static int bench(const char *path)
 
 #define SANITIZE_SKIP "under a sanitizer (GRADE_SANITIZE=1): it makes calls fail on purpose, which " \
                       "the sanitizer would report"
+#define SCHEDULE_SKIP "read from the CPU backend's recorded schedule (make grade BACKEND=emu); on a " \
+                      "GPU the speed test shows the same thing in time"
 
 static void add_tests(Suite *s)
 {
@@ -1200,6 +1449,8 @@ static void add_tests(Suite *s)
             grader_skip("the links between this machine's GPUs", why);
         if (grader_step(2, "a ring all-reduce by hand"))
             grader_skip("the ring over this machine's GPUs", why);
+        if (grader_step(3, "the ring on the copy engines"))
+            grader_skip("the copy ring over this machine's GPUs", why);
         return;
     }
     if (grader_step(1, "the links between the GPUs")) {
@@ -1228,7 +1479,7 @@ static void add_tests(Suite *s)
                      c.n == 1 ? "" : "s", c.count, c.chunk);
             tt[i] = t[i];
         }
-        grader_add(s, "correct", step2_correct, tt, nt, 120);
+        grader_add_ctx(s, "correct", ring_correct, tt, nt, 120, &STEP2);
         static const char *te[] = { "errors: bad counts, chunks, links and pointers" };
         if (grade_sanitizing())
             grader_skip(te[0], SANITIZE_SKIP);
@@ -1238,13 +1489,38 @@ static void add_tests(Suite *s)
                                     "a kernel a step on every device, each after its "
                                     "neighbour's" };
         if (emu)
-            grader_add(s, "concept", step2_concept, tc, 1, 60);
+            grader_add_ctx(s, "concept", ring_concept, tc, 1, 60, &STEP2);
         else
-            grader_skip(tc[0], "read from the CPU backend's recorded schedule (make grade "
-                               "BACKEND=emu); on a GPU the speed test shows the same thing in "
-                               "time");
-        grader_add_timed(s, "speed", step2_speed, "speed: 256 MiB a device, the ring against "
-                         "allreduce_host", 240);
+            grader_skip(tc[0], SCHEDULE_SKIP);
+        grader_add_timed_ctx(s, "speed", ring_speed, "speed: 256 MiB a device, the ring against "
+                             "allreduce_host", 240, &STEP2);
+    }
+    if (grader_step(3, "the ring on the copy engines")) {
+        static char t[NRING][128];
+        static const char *tt[NRING];
+        int nt = emu ? NRING : NGPURING;
+        for (int i = 0; i < nt; i++) {
+            struct ring_case c = ring_case_here(i);
+            snprintf(t[i], sizeof t[i], "correct: %d device%s%s, count %zu, chunks of %zu", c.n,
+                     c.n == 1 ? "" : "s", emu && c.n == 3 ? " with no peer link" : "", c.count,
+                     c.chunk);
+            tt[i] = t[i];
+        }
+        grader_add_ctx(s, "correct", ring_correct, tt, nt, 120, &STEP3);
+        static const char *te[] = { "errors: bad device counts, counts, chunks and pointers" };
+        if (grade_sanitizing())
+            grader_skip(te[0], SANITIZE_SKIP);
+        else
+            grader_add(s, "errors", step3_errors, te, 1, 60);
+        static const char *tc[] = { "concept: P2P copies on a stream of their own, adds on "
+                                    "another, each after its copy, each slot refilled after its "
+                                    "add" };
+        if (emu)
+            grader_add_ctx(s, "concept", ring_concept, tc, 1, 60, &STEP3);
+        else
+            grader_skip(tc[0], SCHEDULE_SKIP);
+        grader_add_timed_ctx(s, "speed", ring_speed, "speed: 256 MiB a device, the ring on the "
+                             "copy engines against allreduce_host", 240, &STEP3);
     }
 }
 

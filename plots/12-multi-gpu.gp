@@ -3,12 +3,13 @@
 #          in opposite directions (p2p_both_ways, both directions counted), and of the same bytes
 #          through pinned host memory (through_host); rows only a machine of two GPUs writes
 #   right  the all-reduce: algorithm bandwidth (a device's bytes over the time) against the
-#          bytes a device holds, the ring and allreduce_host, a line for each device count
-# Rows: kernel "p2p_one_way", "p2p_both_ways", "through_host" at a shape of bytes; "ring" and
-# "host" at a shape "NxCOUNT" (N devices, COUNT floats each). The CPU backend's file holds ring
+#          bytes a device holds, the ring of step 2 (kernels reading the neighbour), the ring of
+#          step 3 (the copy engines) and allreduce_host, a line for each device count
+# Rows: kernel "p2p_one_way", "p2p_both_ways", "through_host" at a shape of bytes; "ring",
+# "ring_copy" and "host" at a shape "NxCOUNT" (N devices, COUNT floats each). The CPU backend's file holds ring
 # and host rows in host time, which says nothing about a GPU: the left panel then says so.
 load "plots/style.gp"
-set terminal pdfcairo size 6in,2.7in font "Latin Modern Roman,9" fontscale 0.8 enhanced
+set terminal pdfcairo size 6in,3.4in font "Latin Modern Roman,9" fontscale 0.8 enhanced
 set output out
 set datafile missing NaN
 set multiplot layout 1, 2
@@ -59,11 +60,15 @@ set xtics auto
 set format x "2^{%L}"
 set xlabel "bytes a device"
 set ylabel "algorithm GB/s (log)"
-set key below maxrows 2 samplen 2 font ",7"
+set key below maxrows 3 width -4 samplen 2 font ",7"
 plot for [i = 1:words(ns)] data using \
          (strcol(KERNEL) eq "ring" && devs(strcol(SHAPE)) == word(ns, i) + 0 ? \
           4 * floats(strcol(SHAPE)) : NaN):(column(GBS)) \
          with linespoints lt 2 dt i title sprintf("ring, %s devices", word(ns, i)), \
+     for [i = 1:words(ns)] data using \
+         (strcol(KERNEL) eq "ring_copy" && devs(strcol(SHAPE)) == word(ns, i) + 0 ? \
+          4 * floats(strcol(SHAPE)) : NaN):(column(GBS)) \
+         with linespoints lt 3 dt i title sprintf("copy engines, %s devices", word(ns, i)), \
      for [i = 1:words(ns)] data using \
          (strcol(KERNEL) eq "host" && devs(strcol(SHAPE)) == word(ns, i) + 0 ? \
           4 * floats(strcol(SHAPE)) : NaN):(column(GBS)) \

@@ -1,8 +1,10 @@
-/* collective.h: the contract of chapter 12, more than one GPU: two steps.
+/* collective.h: the contract of chapter 12, more than one GPU: three steps.
  *
  *   step 1  the links between the GPUs          links_open, links_close (step1_links.cu)
  *   step 2  a ring all-reduce by hand           ring_create, ring_allreduce, ring_destroy
  *                                               (step2_ring.cu)
+ *   step 3  the ring on the copy engines        ring_copy_create, ring_copy_allreduce,
+ *                                               ring_copy_destroy (step3_ring_copy.cu)
  *
  * Given (collective_given.cu): the all-reduce every program starts from, through the host
  * (allreduce_host), which step 2's starter calls and its grader and bench measure beside the
@@ -100,6 +102,39 @@ struct ring {
 cudaError_t ring_create(struct ring *r, const struct links *l, size_t count, size_t chunk);
 cudaError_t ring_allreduce(struct ring *r, float *const buf[]);
 cudaError_t ring_destroy(struct ring *r);
+
+/* ---- step 3: the ring on the copy engines -----------------------------------------------------
+ *
+ * ring_copy_allreduce(r, buf): the same all-reduce as step 2, over the same ring, segments and
+ * chunks, with every byte between two devices moved by a copy (cudaMemcpyPeerAsync) on a stream
+ * of its own on the receiving device (r->copy[d]), which the GPU's copy engines carry, and no
+ * kernel that touches another device's memory: so it runs with no peer access at all (the
+ * driver then stages each copy through the host), and where the links are open the SMs only
+ * add. Each reduce-scatter step copies the neighbour's chunk into one of the RING_SLOTS receive
+ * slots on the receiving device (r->recv[d], RING_SLOTS chunks of r->chunk floats), and a kernel
+ * on the device's other stream (r->add[d]) adds the slot into its buffer, at most
+ * RING_MAX_BLOCKS blocks; each all-gather step copies the neighbour's chunk straight into the
+ * buffer. A copy into a slot waits for the add that last read that slot, so that the copy of one
+ * chunk overlaps the add of the one before it. Returns once every buffer holds the sum.
+ *
+ * ring_copy_create(r, ndev, count, chunk): the streams, receive slots and events on devices
+ * 0 .. ndev - 1 (each made with its device current); ndev out of 1 .. MGPU_MAX or more than the
+ * machine has, count or chunk 0, or more than RING_MAX_CHUNKS chunks a segment:
+ * cudaErrorInvalidValue. On a failure it returns the error holding nothing. ring_copy_destroy
+ * gives it all back. */
+#define RING_SLOTS 2
+struct ring_copy {
+    int ndev;
+    size_t count, chunk;
+    cudaStream_t copy[MGPU_MAX], add[MGPU_MAX]; /* two a device, made on it */
+    float *recv[MGPU_MAX];           /* RING_SLOTS chunks on each device */
+    cudaEvent_t *ready[MGPU_MAX];    /* yours to use: events made on each device */
+    int nready;
+    cudaEvent_t landed[MGPU_MAX][RING_SLOTS], drained[MGPU_MAX][RING_SLOTS]; /* yours to use */
+};
+cudaError_t ring_copy_create(struct ring_copy *r, int ndev, size_t count, size_t chunk);
+cudaError_t ring_copy_allreduce(struct ring_copy *r, float *const buf[]);
+cudaError_t ring_copy_destroy(struct ring_copy *r);
 
 #ifdef __cplusplus
 }
