@@ -4,9 +4,10 @@
 #          through pinned host memory (through_host); rows only a machine of two GPUs writes
 #   right  the all-reduce: algorithm bandwidth (a device's bytes over the time) against the
 #          bytes a device holds, the ring of step 2 (kernels reading the neighbour), the ring of
-#          step 3 (the copy engines) and allreduce_host, a line for each device count
+#          step 3 (the copy engines), NCCL's ncclAllReduce (where the bench found the library)
+#          and allreduce_host, a line for each device count
 # Rows: kernel "p2p_one_way", "p2p_both_ways", "through_host" at a shape of bytes; "ring",
-# "ring_copy" and "host" at a shape "NxCOUNT" (N devices, COUNT floats each). The CPU backend's file holds ring
+# "ring_copy", "nccl" and "host" at a shape "NxCOUNT" (N devices, COUNT floats each). The CPU backend's file holds ring
 # and host rows in host time, which says nothing about a GPU: the left panel then says so.
 load "plots/style.gp"
 set terminal pdfcairo size 6in,3.4in font "Latin Modern Roman,9" fontscale 0.8 enhanced
@@ -21,8 +22,10 @@ lidx(k) = sum [i = 1:words(LINKS)] (word(LINKS, i) eq k ? i : 0)
 devs(s) = strstrt(s, "x") ? (s[1:strstrt(s, "x") - 1]) + 0 : NaN
 floats(s) = strstrt(s, "x") ? (s[strstrt(s, "x") + 1:strlen(s)]) + 0 : NaN
 
-nlinks = 0
-stats data using (lidx(strcol(KERNEL)) > 0 ? (nlinks = nlinks + 1, 0) : 0) nooutput
+nlinks = 0; nnccl = 0; ncopy = 0
+stats data using (lidx(strcol(KERNEL)) > 0 ? (nlinks = nlinks + 1, 0) : \
+                  strcol(KERNEL) eq "nccl" ? (nnccl = nnccl + 1, 0) : \
+                  strcol(KERNEL) eq "ring_copy" ? (ncopy = ncopy + 1, 0) : 0) nooutput
 # the device counts of the ring rows, in the order they come
 ns = ""
 _addn(n) = strstrt(ns, sprintf(" %d ", n)) == 0 ? (ns = ns.sprintf(" %d ", n), 0) : 0
@@ -60,17 +63,15 @@ set xtics auto
 set format x "2^{%L}"
 set xlabel "bytes a device"
 set ylabel "algorithm GB/s (log)"
-set key below maxrows 3 width -4 samplen 2 font ",7"
-plot for [i = 1:words(ns)] data using \
-         (strcol(KERNEL) eq "ring" && devs(strcol(SHAPE)) == word(ns, i) + 0 ? \
-          4 * floats(strcol(SHAPE)) : NaN):(column(GBS)) \
-         with linespoints lt 2 dt i title sprintf("ring, %s devices", word(ns, i)), \
-     for [i = 1:words(ns)] data using \
-         (strcol(KERNEL) eq "ring_copy" && devs(strcol(SHAPE)) == word(ns, i) + 0 ? \
-          4 * floats(strcol(SHAPE)) : NaN):(column(GBS)) \
-         with linespoints lt 3 dt i title sprintf("copy engines, %s devices", word(ns, i)), \
-     for [i = 1:words(ns)] data using \
-         (strcol(KERNEL) eq "host" && devs(strcol(SHAPE)) == word(ns, i) + 0 ? \
-          4 * floats(strcol(SHAPE)) : NaN):(column(GBS)) \
-         with linespoints lt 1 dt i title sprintf("through the host, %s devices", word(ns, i))
+set key below maxrows 4 width -4 samplen 2 font ",7"
+# x of a row of kernel k on the i-th device count, NaN elsewhere; a series a kernel the data has
+sel(k, i) = strcol(KERNEL) eq k && devs(strcol(SHAPE)) == word(ns, i) + 0 ? \
+            4 * floats(strcol(SHAPE)) : NaN
+series(k, lt, name) = sprintf(', for [i = 1:words(ns)] data using (sel("%s", i)):(column(GBS)) ', k) . \
+    sprintf('with linespoints lt %d dt i title sprintf("%s, %%s devices", word(ns, i))', lt, name)
+PLOT = 'plot NaN notitle' . series("ring", 2, "ring")
+if (ncopy > 0) { PLOT = PLOT . series("ring_copy", 3, "copy engines") }
+if (nnccl > 0) { PLOT = PLOT . series("nccl", 4, "NCCL") }
+PLOT = PLOT . series("host", 1, "through the host")
+eval PLOT
 unset multiplot
