@@ -7,8 +7,8 @@
  *                                               ring_copy_destroy (step3_ring_copy.cu)
  *
  * Given (collective_given.cu): the all-reduce every program starts from, through the host
- * (allreduce_host), which step 2's starter calls and its grader and bench measure beside the
- * ring.
+ * (allreduce_host), which the starters of steps 2 and 3 call and the grader and bench measure
+ * beside the rings.
  *
  * One process drives every GPU: cudaSetDevice(d) makes device d current for the calling host
  * thread, and what is made then (buffers, streams, events) belongs to device d. A kernel runs

@@ -1,4 +1,4 @@
-/* step1_links.cu: chapter 12, step 1 of 2, the links between the GPUs.
+/* step1_links.cu: chapter 12, step 1 of 3, the links between the GPUs.
  * Your file.
  *
  * The contract (collective.h): links_open(l, ndev) enables peer access for every ordered pair

@@ -1,4 +1,4 @@
-/* step2_ring.cu: chapter 12, step 2 of 2, a ring all-reduce by hand.
+/* step2_ring.cu: chapter 12, step 2 of 3, a ring all-reduce by hand.
  * Your file.
  *
  * The contract (collective.h): ring_allreduce(r, buf) leaves in every device's buffer the sum of

@@ -1,4 +1,4 @@
-/* step1_links.cu: chapter 12, step 1 of 2, the solution.
+/* step1_links.cu: chapter 12, step 1 of 3, the solution.
  *
  * Peer access is a property of a pair of contexts, one way: device i's context maps device j's
  * memory into its own address space (its page tables gain j's pages, reached over NVLink or

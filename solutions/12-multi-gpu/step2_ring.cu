@@ -1,4 +1,4 @@
-/* step2_ring.cu: chapter 12, step 2 of 2, the solution.
+/* step2_ring.cu: chapter 12, step 2 of 3, the solution.
  *
  * The buffer is cut into ndev segments of seg floats (count / ndev rounded up to a multiple of
  * 4, so that every segment and chunk starts 16 bytes into a buffer's alignment; the last
