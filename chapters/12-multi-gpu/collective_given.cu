@@ -3,8 +3,8 @@
  *
  * Every buffer comes to the host, the host adds them, and the sum goes back to every device:
  * 2 x ndev x count x 4 bytes over the host's links, one after the other, and an add on one
- * CPU core. It is the baseline step 2's ring is measured against, and what the starter of
- * step 2 calls. */
+ * CPU core. It is the baseline the rings of steps 2 and 3 are measured against, and what
+ * their starters call. */
 #include <stdlib.h>
 
 #include "collective.h"
