@@ -1,4 +1,8 @@
-/* capture.h: what the emulator's two Check suites share (tests/emu.c, tests/emu_profile.c).
+/* capture.h: what the emulator's Check suites share (tests/emu.c, tests/emu_profile.c,
+ * tests/emu_streams.c, tests/emu_devices.c).
+ *
+ * CK_CUDA(call): the call returns cudaSuccess, or the test fails naming it and its error.
+ * CK_ERROR(call, want): the call returns `want`.
  *
  * run_captured(fn, out, len): runs fn in a child process with its stderr captured into out
  * (NUL-terminated, cut at len - 1), and returns the child's wait status (WIFEXITED and
@@ -8,10 +12,24 @@
 #define CAPTURE_H
 
 #include <check.h>
+#include <cuda_runtime_api.h>
 #include <stdio.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#define CK_CUDA(call)                                                                         \
+    do {                                                                                      \
+        cudaError_t e_ = (call);                                                              \
+        ck_assert_msg(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorName(e_));             \
+    } while (0)
+
+#define CK_ERROR(call, want)                                                                  \
+    do {                                                                                      \
+        cudaError_t e_ = (call);                                                              \
+        ck_assert_msg(e_ == (want), "%s: got %s, want %s", #call, cudaGetErrorName(e_),       \
+                      cudaGetErrorName(want));                                                \
+    } while (0)
 
 static int run_captured(void (*fn)(void), char *out, size_t out_len)
 {

@@ -27,19 +27,6 @@
 static const char *const SCHEDULES[] = {"inorder", "reverse", "shuffle:1", "shuffle:987654321"};
 #define NUM_SCHEDULES ((int)(sizeof SCHEDULES / sizeof SCHEDULES[0]))
 
-#define CK_CUDA(call)                                                                         \
-    do {                                                                                      \
-        cudaError_t e_ = (call);                                                              \
-        ck_assert_msg(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorName(e_));             \
-    } while (0)
-
-#define CK_ERROR(call, want)                                                                  \
-    do {                                                                                      \
-        cudaError_t e_ = (call);                                                              \
-        ck_assert_msg(e_ == (want), "%s: got %s, want %s", #call, cudaGetErrorName(e_),       \
-                      cudaGetErrorName(want));                                                \
-    } while (0)
-
 /* Runs fn in a child with stderr captured into out; returns the child's wait status. */
 static int is_schedule_inorder(void)
 {

@@ -25,12 +25,6 @@
 #include "capture.h"
 #include "emu_devices_kernels.h"
 
-#define CK_CUDA(call)                                                                         \
-    do {                                                                                      \
-        cudaError_t e_ = (call);                                                              \
-        ck_assert_msg(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorName(e_));             \
-    } while (0)
-
 /* the call returns `want`, which cudaGetLastError then reads once: not sticky */
 #define CK_ONCE(call, want)                                                                   \
     do {                                                                                      \

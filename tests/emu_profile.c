@@ -20,12 +20,6 @@
 #define CONCEPT_LIMITS_ONLY /* the graders' limits, without the grader */
 #include "concept.h"
 
-#define CK_CUDA(call)                                                                         \
-    do {                                                                                      \
-        cudaError_t e_ = (call);                                                              \
-        ck_assert_msg(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorName(e_));             \
-    } while (0)
-
 static float *device_floats(int n)
 {
     float *h = malloc((size_t)n * sizeof *h), *d;

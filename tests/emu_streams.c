@@ -24,19 +24,6 @@
 #include "capture.h"
 #include "emu_streams_kernels.h"
 
-#define CK_CUDA(call)                                                                         \
-    do {                                                                                      \
-        cudaError_t e_ = (call);                                                              \
-        ck_assert_msg(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorName(e_));             \
-    } while (0)
-
-#define CK_ERROR(call, want)                                                                  \
-    do {                                                                                      \
-        cudaError_t e_ = (call);                                                              \
-        ck_assert_msg(e_ == (want), "%s: got %s, want %s", #call, cudaGetErrorName(e_),       \
-                      cudaGetErrorName(want));                                                \
-    } while (0)
-
 #define N 1000
 #define BYTES (N * sizeof(float))
 
