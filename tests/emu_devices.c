@@ -23,6 +23,7 @@
 #include <emu_streams.h>
 
 #include "capture.h"
+#include "emu_schedule.h"
 #include "emu_devices_kernels.h"
 
 /* the call returns `want`, which cudaGetLastError then reads once: not sticky */
@@ -61,17 +62,6 @@ static float *alloc_on(int device, size_t bytes)
     CK_CUDA(cudaSetDevice(device));
     CK_CUDA(cudaMalloc((void **)&p, bytes));
     return p;
-}
-
-/* The recorded operations since the last emu_schedule_reset, as an array (free it). */
-static struct emu_op *schedule(size_t *count)
-{
-    *count = emu_schedule_count();
-    struct emu_op *ops = calloc(*count + 1, sizeof *ops);
-    ck_assert_ptr_nonnull(ops);
-    for (size_t i = 0; i < *count; ++i)
-        ck_assert_int_eq(emu_schedule_get(i, &ops[i]), 0);
-    return ops;
 }
 
 /* ---------------------------------------------------------------- the count */
@@ -753,12 +743,7 @@ START_TEST(schedule_names_peer_copies_and_writes_devices)
     free(ops);
 
     char path[] = "/tmp/emu_devices_schedule_XXXXXX";
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    close(fd);
-    ck_assert_int_eq(emu_schedule_write_tsv(path), 0);
-    FILE *f = fopen(path, "r");
-    ck_assert_ptr_nonnull(f);
+    FILE *f = schedule_tsv(path);
     char line[512];
     ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
     ck_assert_msg(strstr(line, "\tgraph\tdevice\tsrc_device\tdst_device\tblocks\tthreads\n"),

@@ -22,6 +22,7 @@
 #include <emu_streams.h>
 
 #include "capture.h"
+#include "emu_schedule.h"
 #include "emu_streams_kernels.h"
 
 #define N 1000
@@ -37,17 +38,6 @@ static void shuffle_seed(unsigned seed)
     char v[32];
     snprintf(v, sizeof v, "shuffle:%u", seed);
     set_order(v);
-}
-
-/* The recorded operations since the last emu_schedule_reset, as an array (free it). */
-static struct emu_op *schedule(size_t *count)
-{
-    *count = emu_schedule_count();
-    struct emu_op *ops = calloc(*count + 1, sizeof *ops);
-    ck_assert_ptr_nonnull(ops);
-    for (size_t i = 0; i < *count; ++i)
-        ck_assert_int_eq(emu_schedule_get(i, &ops[i]), 0);
-    return ops;
 }
 
 /* The recorded op of kind k on stream s, the first of them issued at or after `from`. */
@@ -784,12 +774,7 @@ START_TEST(graph_replay_matches_plain_launches)
 
     /* the graph column of the table */
     char path[] = "/tmp/emu_graph_schedule_XXXXXX";
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    close(fd);
-    ck_assert_int_eq(emu_schedule_write_tsv(path), 0);
-    FILE *f = fopen(path, "r");
-    ck_assert_ptr_nonnull(f);
+    FILE *f = schedule_tsv(path);
     char line[512];
     ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
     ck_assert_msg(strstr(line, "\tafter\tgraph\tdevice\tsrc_device\tdst_device\tblocks\t"

@@ -107,7 +107,8 @@ $(EMU_TEST_BIN): $(EMU_BUILD)/tests/emu.o $(EMU_TEST_KERNELS) $(EMU_LIB)
 # The stream scheduler's tests (README.md, "Streams"), over kernels of their own.
 EMU_STREAMS_TEST_BIN := $(EMU_BUILD)/tests/emu_streams
 
-$(EMU_BUILD)/tests/emu_streams.o: tests/emu_streams.c tests/capture.h tests/emu_streams_kernels.h $(EMU_HEADERS)
+$(EMU_BUILD)/tests/emu_streams.o: tests/emu_streams.c tests/capture.h tests/emu_streams_kernels.h \
+                                  tests/emu_schedule.h $(EMU_HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O2 -g -Wall -Wextra -Werror $(EMU_CPPFLAGS) $(EMU_CHECK_CFLAGS) -c $< -o $@
 
@@ -118,7 +119,8 @@ $(EMU_STREAMS_TEST_BIN): $(EMU_BUILD)/tests/emu_streams.o $(EMU_BUILD)/tests/emu
 # The several devices' tests (README.md, "Several devices"), over kernels of their own.
 EMU_DEVICES_TEST_BIN := $(EMU_BUILD)/tests/emu_devices
 
-$(EMU_BUILD)/tests/emu_devices.o: tests/emu_devices.c tests/capture.h tests/emu_devices_kernels.h $(EMU_HEADERS)
+$(EMU_BUILD)/tests/emu_devices.o: tests/emu_devices.c tests/capture.h tests/emu_devices_kernels.h \
+                                  tests/emu_schedule.h $(EMU_HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O2 -g -Wall -Wextra -Werror $(EMU_CPPFLAGS) $(EMU_CHECK_CFLAGS) -c $< -o $@
 
