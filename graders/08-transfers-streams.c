@@ -50,6 +50,7 @@
 #include "cuda_check.h"
 #include "grade.h"
 #include "loop_ref.h"
+#include "split.h"
 #include "transfers.h"
 #ifdef HARNESS_EMU
 #include <emu_memory.h>
@@ -114,31 +115,8 @@ static long long first_diff(const unsigned char *a, const unsigned char *b, size
  * cost each test as long again on a GPU), makes every check, note and verdict. What comes back
  * is what the code under grading claims: counts are bounded before they size anything, strings
  * are cut to their fields, and no pointer is taken from it. Unsplit (CK_FORK=no) one process
- * does both; the exchanges do nothing. */
-
-/* 1 where the code under grading runs: the runner, or an unsplit test */
-static int runs(void)
-{
-    return grade_role() != GRADE_JUDGE;
-}
-
-/* 1 where checks are made: the judge, or an unsplit test */
-static int judges(void)
-{
-    return grade_role() != GRADE_RUNNER;
-}
-
-/* ck_assert_msg where checks are made; the runner checks nothing */
-#define JUDGE(cond, ...) do { if (judges()) ck_assert_msg(cond, __VA_ARGS__); } while (0)
-
-#define PIECE (4 * MIB) /* the most bytes one message carries: a 256 MiB buffer goes in 64 */
-
-/* n bytes at p: the runner's sent, the judge's overwritten with them, a piece at a time */
-static void exchange_pieces(void *p, size_t n)
-{
-    for (size_t off = 0; off < n; off += PIECE)
-        grade_exchange_bytes((unsigned char *)p + off, n - off < PIECE ? n - off : PIECE);
-}
+ * does both; the exchanges do nothing. The pieces chapter 12's grader shares (runs, judges,
+ * JUDGE, SEEN, exchange_pieces, shuffle) are graders/split.h's. */
 
 /* n bytes of device memory at d, into the host buffer h as the judge sees them: copied where the
  * code ran, and sent (the judge compares real bytes, never a digest the runner made) */
@@ -148,16 +126,6 @@ static void device_seen(void *h, const void *d, size_t n)
         to_host(h, d, n);
     exchange_pieces(h, n);
 }
-
-static cudaError_t code_seen(cudaError_t e)
-{
-    grade_exchange_bytes(&e, sizeof e);
-    return e;
-}
-
-/* The code `call` returned, as both see it: the call is made where the code under grading runs
- * (the judge does not evaluate it), and its code is sent */
-#define SEEN(call) code_seen(runs() ? (call) : cudaSuccess)
 
 static void code_check(cudaError_t e, const char *call, const char *file, int line)
 {
@@ -188,15 +156,6 @@ static void times_check(const double *t, int n)
         if (!(t[i] >= 0 && t[i] < 1e9))
             ck_abort_msg("the grade lost step with the code it runs: a timing of %g ms came back",
                          t[i]);
-}
-
-/* The next seed drawn, and the CPU backend's schedule shuffled with it where the code runs (the
- * judge draws it too, to stay in step with the runner's inputs) */
-static void shuffle(struct rng *r)
-{
-    unsigned long long seed = rng_next(r);
-    if (runs())
-        gpu_shuffle_schedule(seed);
 }
 
 /* ==== guard zones, as the judge sees them ========================================================

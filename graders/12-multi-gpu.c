@@ -52,6 +52,7 @@
 #include "collective.h"
 #include "cuda_check.h"
 #include "grade.h"
+#include "split.h"
 #ifdef HARNESS_EMU
 #include <emu_devices.h>
 #include <emu_memory.h>
@@ -78,53 +79,6 @@ static double now_ms(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
-}
-
-/* ==== the judge and the runner ===================================================================
- *
- * The runner makes every CUDA call and every call of the code under grading; the judge makes the
- * same draws from the same seed, receives what the runner saw, and checks it. Unsplit
- * (CK_FORK=no) one process does both; the exchanges do nothing. */
-
-/* 1 where the code under grading runs: the runner, or an unsplit test */
-static int runs(void)
-{
-    return grade_role() != GRADE_JUDGE;
-}
-
-/* 1 where checks are made: the judge, or an unsplit test */
-static int judges(void)
-{
-    return grade_role() != GRADE_RUNNER;
-}
-
-/* ck_assert_msg where checks are made; the runner checks nothing */
-#define JUDGE(cond, ...) do { if (judges()) ck_assert_msg(cond, __VA_ARGS__); } while (0)
-
-#define PIECE (4 * MIB) /* the most bytes one message carries */
-
-/* n bytes at p: the runner's sent, the judge's overwritten with them, a piece at a time */
-static void exchange_pieces(void *p, size_t n)
-{
-    for (size_t off = 0; off < n; off += PIECE)
-        grade_exchange_bytes((unsigned char *)p + off, n - off < PIECE ? n - off : PIECE);
-}
-
-static cudaError_t code_seen(cudaError_t e)
-{
-    grade_exchange_bytes(&e, sizeof e);
-    return e;
-}
-
-/* The code `call` returned, as both see it: made where the code runs, its code sent */
-#define SEEN(call) code_seen(runs() ? (call) : cudaSuccess)
-
-/* The next seed drawn, and the CPU backend's schedule shuffled with it where the code runs */
-static void shuffle(struct rng *r)
-{
-    unsigned long long seed = rng_next(r);
-    if (runs())
-        gpu_shuffle_schedule(seed);
 }
 
 /* ==== the machine ================================================================================
