@@ -221,65 +221,15 @@ static void guards_free(struct guards *g)
     free(g->now);
 }
 
-/* ==== what is held: the CPU backend's counts =================================================== */
+/* ==== what is held: the CPU backend's counts (graders/split.h) ================================ */
 
-struct census {
-    int streams, events, pinned, registered, buffers; /* -1 where nobody can count (a GPU) */
-};
-
-#ifdef HARNESS_EMU
-static struct census census_now(void)
-{
-    struct census c;
-    c.streams = emu_live_streams();
-    c.events = emu_live_events();
-    c.pinned = emu_live_pinned(0);
-    c.registered = emu_live_pinned(1);
-    c.buffers = emu_live_allocations(0);
-    return c;
-}
-#endif
-
-/* The counts where the code runs, as both see them; on a GPU nobody counts, and nothing goes */
-static struct census census_seen(void)
-{
-    struct census c = { -1, -1, -1, -1, -1 };
-#ifdef HARNESS_EMU
-    if (runs())
-        c = census_now();
-    grade_exchange_bytes(&c, sizeof c);
-#endif
-    return c;
-}
-
-/* Fails the test when more is held now than at `before` (census_seen's). `what` names the run. */
+/* census_check with this chapter's hint */
 static void check_census(int slot, struct census before, const char *what)
 {
-#ifdef HARNESS_EMU
-    struct census now = census_seen();
-    if (!judges())
-        return;
-    static const char *const NAMES[] = { "stream(s)", "event(s)",
-                                         "pinned buffer(s) (cudaMallocHost)",
-                                         "registered range(s) (cudaHostRegister)",
-                                         "device buffer(s)" };
-    int was[] = { before.streams, before.events, before.pinned, before.registered, before.buffers };
-    int is[] = { now.streams, now.events, now.pinned, now.registered, now.buffers };
-    char msg[512] = "";
-    size_t len = 0;
-    for (int i = 0; i < 5; i++)
-        if (is[i] > was[i] && len < sizeof msg) /* counts the runner sent: no overflow either */
-            len += (size_t)snprintf(msg + len, sizeof msg - len, "%s%lld %s", len ? ", " : "",
-                                    (long long)is[i] - was[i], NAMES[i]);
-    if (len) {
-        grade_hint(slot, "every path out must give back what was taken before it: keep each "
-                         "handle NULL until it is made, and on a failure jump to one cleanup "
-                         "that destroys and frees whatever is not NULL (chapter 06)");
-        ck_abort_msg("%s: still held afterwards: %s", what, msg);
-    }
-#else
-    (void)slot, (void)before, (void)what; /* a GPU has no such count */
-#endif
+    census_check(slot, before, what,
+                 "every path out must give back what was taken before it: keep each handle NULL "
+                 "until it is made, and on a failure jump to one cleanup that destroys and frees "
+                 "whatever is not NULL (chapter 06)");
 }
 
 /* ==== the schedule the CPU backend recorded ===================================================== */

@@ -218,51 +218,15 @@ static void check_after(int slot, const char *call, int want)
     }
 }
 
-/* ==== what is held: the CPU backend's counts =================================================== */
+/* ==== what is held: the CPU backend's counts (graders/split.h) ================================ */
 
-struct census {
-    int streams, events, buffers; /* -1 where nobody can count (a GPU) */
-};
-
-static struct census census_seen(void)
-{
-    struct census c = { -1, -1, -1 };
-#ifdef HARNESS_EMU
-    if (runs()) {
-        c.streams = emu_live_streams();
-        c.events = emu_live_events();
-        c.buffers = emu_live_allocations(0);
-    }
-    grade_exchange_bytes(&c, sizeof c);
-#endif
-    return c;
-}
-
-/* fails the test when more is held now than at `before` */
+/* census_check with this chapter's hint */
 static void check_census(int slot, struct census before, const char *what)
 {
-#ifdef HARNESS_EMU
-    struct census now = census_seen();
-    if (!judges())
-        return;
-    static const char *const NAMES[] = { "stream(s)", "event(s)", "device buffer(s)" };
-    int was[] = { before.streams, before.events, before.buffers };
-    int is[] = { now.streams, now.events, now.buffers };
-    char msg[256] = "";
-    size_t len = 0;
-    for (int i = 0; i < 3; i++)
-        if (is[i] > was[i] && len < sizeof msg)
-            len += (size_t)snprintf(msg + len, sizeof msg - len, "%s%lld %s", len ? ", " : "",
-                                    (long long)is[i] - was[i], NAMES[i]);
-    if (len) {
-        grade_hint(slot, "every path out must give back what was taken before it, on the device "
-                         "it was made on: keep each handle NULL until it is made, and on a "
-                         "failure destroy whatever is not NULL, each with its device current");
-        ck_abort_msg("%s: still held afterwards: %s", what, msg);
-    }
-#else
-    (void)slot, (void)before, (void)what;
-#endif
+    census_check(slot, before, what,
+                 "every path out must give back what was taken before it, on the device it was "
+                 "made on: keep each handle NULL until it is made, and on a failure destroy "
+                 "whatever is not NULL, each with its device current");
 }
 
 /* ==== step 1: the links ========================================================================== */
