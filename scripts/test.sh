@@ -90,7 +90,12 @@ checks() { # checks NAME COMMAND...: a Check program; its own tests are tallied 
 judged() {
     local b=$1 out tally t0=$SECONDS
     $make_ --no-print-directory -s build/programs.tsv
-    out=$(scripts/judge.sh "$b" | tee /dev/stderr)
+    # each line to stderr as it comes, through the descriptor itself: `tee /dev/stderr` would
+    # open the file anew where stderr is one (make test > log 2>&1), truncating what came before
+    out=$(scripts/judge.sh "$b" | while IFS= read -r line || [[ -n $line ]]; do
+        printf '%s\n' "$line" >&2
+        printf '%s\n' "$line"
+    done)
     tally=$(tail -n 1 <<<"$out")
     if [[ $tally =~ ^judge:\ ([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
         passed=$((passed + BASH_REMATCH[1])); failed=$((failed + BASH_REMATCH[2]))
