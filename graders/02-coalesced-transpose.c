@@ -393,7 +393,7 @@ struct step_speed {
     int step;
     double needs;          /* yours over the baseline, in bandwidth */
     double cap;            /* > 0: needs at most cap x the copy kernel's ratio over the
-                            * baseline, measured beside, never below CAP_FLOOR (speed_gate) */
+                            * baseline, measured beside, never below SPEED_GATE_FLOOR */
 };
 
 /* Step 2's gate where DRAM is slower than the H200's. The tiled transpose is bound by its bank
@@ -403,11 +403,11 @@ struct step_speed {
  * the tiled one, and a fixed 1.7x could be out of any kernel's reach. The gate is then 75% of
  * the copy kernel's ratio over step 1's reference in the same run (a step at 75% of the
  * copy's bandwidth passes), where that is below 1.7x. On the H200 it is not: the copy measured
- * 0.328848 / 0.132464 ms = 2.48x the tiled transpose, and 75% of it is 1.86x. CAP_FLOOR keeps
- * the tiled transpose itself (1.0x) failing however little the copy gains. Steps 3 to 5 ask
+ * 0.328848 / 0.132464 ms = 2.48x the tiled transpose, and 75% of it is 1.86x. The floor
+ * (SPEED_GATE_FLOOR) keeps the tiled transpose itself (1.0x) failing however little the copy
+ * gains. Steps 3 to 5 ask
  * for a few percent near DRAM's ceiling and are uncapped: their fixed ratios are the H200's. */
 #define CAP_STEP2 0.75
-#define CAP_FLOOR 1.25
 
 /* step 5's floor over step 4: the reference measured 1.07x in the grader on the H200 (the
  * bench: plots/data/h200/02-coalesced-transpose.tsv), less a margin */
@@ -448,11 +448,11 @@ static void verdict(int slot, const void *shape, const struct flow_times *t)
     double tc = t->ceiling.median_ms, tb = t->base.median_ms, ty = t->yours.median_ms;
     double ratio = tb / ty; /* your GB/s over the baseline's */
     int cap_decides;
-    double needs = speed_gate(ss->needs, ss->cap, tb / tc, CAP_FLOOR, &cap_decides);
+    double needs = speed_gate(ss->needs, ss->cap, tb / tc, SPEED_GATE_FLOOR, &cap_decides);
     char capped[112] = "";
     if (cap_decides)
         snprintf(capped, sizeof capped, "; %.0f%% of the copy kernel's %.2fx, at least %.2fx, "
-                 "below the fixed %.2fx", 100.0 * ss->cap, tb / tc, CAP_FLOOR, ss->needs);
+                 "below the fixed %.2fx", 100.0 * ss->cap, tb / tc, SPEED_GATE_FLOOR, ss->needs);
     char base[64];
     if (k == 1)
         snprintf(base, sizeof base, "naive");

@@ -689,14 +689,10 @@ struct speed_test {
     int step;
     double needs;
     double cap; /* > 0: needs at most cap x the ceiling's ratio over the base, measured beside,
-                 * and never below CAP_FLOOR (harness.h's speed_gate) */
+                 * and never below SPEED_GATE_FLOOR (harness.h's speed_gate) */
     const char *base_name, *ceiling_name;
     char what[48];
 };
-
-/* the least a capped gate asks, however little the ceiling gains: the base itself (1.0x) and a
- * kernel little faster than it always fail */
-#define CAP_FLOOR 1.25
 
 static double bytes_of(const struct mb_shape *s)
 {
@@ -718,11 +714,12 @@ static void speed_verdict(int slot, const void *shape, const struct flow_times *
     /* where the memory lets the ceiling itself gain less than the fixed ratio over the base, no
      * kernel could pass it: the gate is then a share of what the ceiling gained in this run */
     int cap_decides;
-    double needs = speed_gate(st->needs, st->cap, tb / tc, CAP_FLOOR, &cap_decides);
+    double needs = speed_gate(st->needs, st->cap, tb / tc, SPEED_GATE_FLOOR, &cap_decides);
     char capped[96] = "";
     if (cap_decides)
         snprintf(capped, sizeof capped, ": %.0f%% of %s's %.2fx, at least %.2fx, below the "
-                 "fixed %.2fx", 100.0 * st->cap, st->ceiling_name, tb / tc, CAP_FLOOR, st->needs);
+                 "fixed %.2fx", 100.0 * st->cap, st->ceiling_name, tb / tc, SPEED_GATE_FLOOR,
+                 st->needs);
     grade_note(slot, "yours %.1f GB/s (%.4f ms) = %.2fx %s (%.1f GB/s; needs %.2fx%s); %s %.1f "
                      "GB/s, so yours is %.0f%% of it", gbs, ty, ratio, st->base_name,
                b / (tb * 1e6), needs, capped, st->ceiling_name, b / (tc * 1e6), 100.0 * tc / ty);

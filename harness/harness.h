@@ -113,6 +113,9 @@ int median_round(const double *ms, int n, int rounds);
  * needs). share <= 0: needs, uncapped.
  * *capped (may be NULL) is set to whether the ceiling decided it. */
 double speed_gate(double needs, double share, double ceiling_gain, double floor, int *capped);
+/* The floor every capped gate of the graders asks: the base itself (1.0x) and a kernel little
+ * faster than it fail, however little the ceiling gains. */
+#define SPEED_GATE_FLOOR 1.25
 
 /* ---- clocks ----------------------------------------------------------------------------- */
 
