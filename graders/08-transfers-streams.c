@@ -69,18 +69,6 @@
 #define SPEED_REPS 7
 #define INT_RANGE (1 << 28)            /* pipeline inputs within +-2^28: 3x + 1 fits an int */
 
-static const char *err_name(cudaError_t e)
-{
-    return cudaGetErrorName(e);
-}
-
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
-}
-
 static void fill_bytes(struct rng *r, unsigned char *p, size_t n)
 {
     size_t i = 0;

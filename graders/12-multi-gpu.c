@@ -69,18 +69,6 @@
 #define SPEED_REPS 5
 #define INPUT_RANGE (1 << 20) /* inputs in [-2^20, 2^20]: a sum of 8 stays under 2^24, exact */
 
-static const char *err_name(cudaError_t e)
-{
-    return cudaGetErrorName(e);
-}
-
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
-}
-
 /* ==== the machine ================================================================================
  *
  * On the CPU backend a test makes the machine it grades on: n emulated devices and the pairs that
