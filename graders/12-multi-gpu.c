@@ -1,9 +1,11 @@
-/* 12-multi-gpu.c: the grader of chapter 12, and its bench. Three steps (collective.h):
+/* 12-multi-gpu.c: the grader of chapter 12, and its bench. Four steps (collective.h):
  *
  *   step 1  links_open, links_close: peer access between every pair of devices that allows it
  *   step 2  ring_create, ring_allreduce, ring_destroy: a ring all-reduce by hand
  *   step 3  ring_copy_create, ring_copy_allreduce, ring_copy_destroy: the ring on the copy
  *           engines
+ *   step 4  dp_backward: a data-parallel backward pass, each layer's all-reduce overlapping the
+ *           GEMMs of the layers below it (the model, the GEMM and the all-reduce are given)
  *
  * Each step is graded on
  *   correctness  on the CPU backend, machines of 1 to 4 emulated devices (harness/emu/README.md,
@@ -1098,6 +1100,588 @@ START_TEST(ring_speed)
 }
 END_TEST
 
+/* ==== step 4: a data-parallel step ============================================================== */
+
+#define DP_NEEDS 1.15 /* the whole step over the longer of its GEMMs and its all-reduces, at most */
+#define DP_VALUE 8    /* inputs in [-8, 8], never 0: a sum of 4 x 40 x 64 products is exact */
+
+struct dp_case {
+    int n, layers, batch, rows, cols;
+};
+
+static const struct dp_case DP_CASES[] = {
+    { 1, 3, 5, 17, 9 },   { 2, 1, 16, 16, 16 }, { 2, 5, 7, 33, 20 },
+    { 3, 4, 19, 12, 31 }, { 4, 7, 3, 9, 14 },   { 4, 2, 40, 40, 3 },
+};
+#define NDP ((int)(sizeof DP_CASES / sizeof DP_CASES[0]))
+/* on a GPU: every device, 8 layers of 2048 x 2048 gradients (16 MiB), 64 rows of batch each */
+static const struct dp_case DP_GPU = { 0, 8, 64, 2048, 2048 };
+
+static struct dp_case dp_case_here(int i)
+{
+    if (!gpu_times_are_real())
+        return DP_CASES[i];
+    struct dp_case c = DP_GPU;
+    c.n = gpu_devices();
+    return c;
+}
+
+/* The problem, where the code runs: every layer's A and G on every device, its grad (guarded,
+ * dbuf_alloc) on every device; in both, the inputs and each layer's sum on the host. */
+struct dp_problem {
+    struct dp_case c;
+    const float *a[DP_MAX_LAYERS][MGPU_MAX], *g[DP_MAX_LAYERS][MGPU_MAX];
+    float *grad[DP_MAX_LAYERS][MGPU_MAX];
+    float *ha, *hg;   /* layers x n x batch x rows, and x cols */
+    float *want, *got; /* layers x rows x cols; one grad */
+    unsigned char *zones_was, *zones_now;
+};
+
+static size_t dp_out(const struct dp_case *c) { return (size_t)c->rows * c->cols; }
+static float *dp_ha(const struct dp_problem *q, int l, int d)
+{
+    return q->ha + ((size_t)l * q->c.n + d) * q->c.batch * q->c.rows;
+}
+static float *dp_hg(const struct dp_problem *q, int l, int d)
+{
+    return q->hg + ((size_t)l * q->c.n + d) * q->c.batch * q->c.cols;
+}
+
+static void dp_problem_init(struct dp_problem *q, struct dp_case c)
+{
+    memset(q, 0, sizeof *q);
+    q->c = c;
+    const size_t na = (size_t)c.batch * c.rows, ng = (size_t)c.batch * c.cols, no = dp_out(&c);
+    q->ha = xmalloc((size_t)c.layers * c.n * na * sizeof(float));
+    q->hg = xmalloc((size_t)c.layers * c.n * ng * sizeof(float));
+    q->want = xmalloc((size_t)c.layers * no * sizeof(float));
+    q->got = xmalloc(no * sizeof(float));
+    q->zones_was = xmalloc((size_t)c.layers * c.n * 2 * DBUF_GUARD);
+    q->zones_now = xmalloc((size_t)c.layers * c.n * 2 * DBUF_GUARD);
+    for (int d = 0; d < c.n && runs(); d++) {
+        CUDA_CHECK(cudaSetDevice(d));
+        for (int l = 0; l < c.layers; l++) {
+            float *p;
+            CUDA_CHECK(cudaMalloc((void **)&p, na * sizeof(float)));
+            q->a[l][d] = p;
+            CUDA_CHECK(cudaMalloc((void **)&p, ng * sizeof(float)));
+            q->g[l][d] = p;
+            char name[32];
+            snprintf(name, sizeof name, "grad[%d][%d]", l, d);
+            q->grad[l][d] = dbuf_alloc(no * sizeof(float), name);
+        }
+    }
+    if (runs())
+        CUDA_CHECK(cudaSetDevice(0));
+}
+
+static void dp_problem_free(struct dp_problem *q)
+{
+    for (int d = 0; d < q->c.n && runs(); d++)
+        for (int l = 0; l < q->c.layers; l++) {
+            CUDA_CHECK(cudaFree((void *)q->a[l][d]));
+            CUDA_CHECK(cudaFree((void *)q->g[l][d]));
+            dbuf_free(q->grad[l][d]);
+        }
+    free(q->ha);
+    free(q->hg);
+    free(q->want);
+    free(q->got);
+    free(q->zones_was);
+    free(q->zones_now);
+}
+
+/* every grad's guard zones, read where the code runs, sent */
+static void dp_zones_seen(const struct dp_problem *q, unsigned char *zones)
+{
+    const size_t bytes = dp_out(&q->c) * sizeof(float);
+    for (int l = 0; l < q->c.layers && runs(); l++)
+        for (int d = 0; d < q->c.n; d++) {
+            unsigned char *z = zones + ((size_t)l * q->c.n + d) * 2 * DBUF_GUARD;
+            to_host(z, (const unsigned char *)q->grad[l][d] - DBUF_GUARD, DBUF_GUARD);
+            to_host(z + DBUF_GUARD, (const unsigned char *)q->grad[l][d] + bytes, DBUF_GUARD);
+        }
+    exchange_pieces(zones, (size_t)q->c.layers * q->c.n * 2 * DBUF_GUARD);
+}
+
+static float dp_value(struct rng *r)
+{
+    int v = (int)(rng_next(r) % (2 * DP_VALUE)) - DP_VALUE; /* -8 .. 7 */
+    return (float)(v >= 0 ? v + 1 : v);                      /* -8 .. -1, 1 .. 8 */
+}
+
+/* fresh inputs, each layer's sum (in double, exact), the inputs copied and every grad poisoned
+ * (0xff bytes: NaN) where the code runs */
+static void dp_fill(struct dp_problem *q, struct rng *r)
+{
+    const struct dp_case *c = &q->c;
+    const size_t na = (size_t)c->batch * c->rows, ng = (size_t)c->batch * c->cols;
+    for (int l = 0; l < c->layers; l++) {
+        float *w = q->want + (size_t)l * dp_out(c);
+        for (int d = 0; d < c->n; d++) {
+            float *a = dp_ha(q, l, d), *g = dp_hg(q, l, d);
+            for (size_t i = 0; i < na; i++)
+                a[i] = dp_value(r);
+            for (size_t i = 0; i < ng; i++)
+                g[i] = dp_value(r);
+        }
+        for (int i = 0; i < c->rows; i++)
+            for (int j = 0; j < c->cols; j++) {
+                double s = 0;
+                for (int d = 0; d < c->n; d++)
+                    for (int b = 0; b < c->batch; b++)
+                        s += (double)dp_ha(q, l, d)[(size_t)b * c->rows + i] *
+                             dp_hg(q, l, d)[(size_t)b * c->cols + j];
+                w[(size_t)i * c->cols + j] = (float)s;
+            }
+        for (int d = 0; d < c->n && runs(); d++) {
+            to_device((void *)q->a[l][d], dp_ha(q, l, d), na * sizeof(float));
+            to_device((void *)q->g[l][d], dp_hg(q, l, d), ng * sizeof(float));
+            CUDA_CHECK(cudaMemset(q->grad[l][d], 0xff, dp_out(c) * sizeof(float)));
+        }
+    }
+}
+
+/* every grad against its layer's sum, bit for bit, and the guard zones */
+static void dp_check(int slot, struct dp_problem *q, const char *what)
+{
+    const struct dp_case *c = &q->c;
+    const size_t no = dp_out(c);
+    for (int l = 0; l < c->layers; l++)
+        for (int d = 0; d < c->n; d++) {
+            if (runs())
+                to_host(q->got, q->grad[l][d], no * sizeof(float));
+            exchange_pieces(q->got, no * sizeof(float));
+            if (!judges())
+                continue;
+            const float *w = q->want + (size_t)l * no;
+            for (size_t i = 0; i < no; i++) {
+                if (memcmp(&q->got[i], &w[i], sizeof(float)) == 0)
+                    continue;
+                grade_hint(slot, "%s", q->got[i] != q->got[i]
+                           ? "a grad never written (still the poison, NaN): every layer's "
+                             "all-reduce must run, into grad[l], before dp_backward returns"
+                           : "a sum of the wrong buckets: an all-reduce that read a device's "
+                             "bucket before that device's GEMM had made it (wait for every "
+                             "device's GEMM event of the layer, not only your own), or after the "
+                             "GEMM of a later layer had overwritten it (the GEMM that reuses a "
+                             "bucket waits for the all-reduce that read it, on every device)");
+                ck_abort_msg("%s: %d device%s, %d layer%s, batch %d, %d x %d: layer %d's grad on "
+                             "device %d, element (%zu, %zu) is %.9g, want %.9g", what, c->n,
+                             c->n == 1 ? "" : "s", c->layers, c->layers == 1 ? "" : "s",
+                             c->batch, c->rows, c->cols, l, d, i / c->cols, i % c->cols,
+                             (double)q->got[i], (double)w[i]);
+            }
+        }
+    dp_zones_seen(q, q->zones_now);
+    if (!judges())
+        return;
+    for (size_t z = 0; z < (size_t)c->layers * c->n; z++) {
+        const unsigned char *was = q->zones_was + z * 2 * DBUF_GUARD;
+        const unsigned char *now = q->zones_now + z * 2 * DBUF_GUARD;
+        ck_assert_msg(memcmp(was, now, 2 * DBUF_GUARD) == 0, "%s: a write outside layer %zu's "
+                      "grad on device %zu (%zu floats)", what, z / c->n, z % c->n, no);
+    }
+}
+
+/* the model's machine: every pair linked (the given all-reduce copies, and needs no link) */
+static void dp_machine(int n)
+{
+    struct machine m = { n, NULL, "" };
+    machine_up(&m);
+}
+
+START_TEST(dp_correct)
+{
+    int slot = grade_slot();
+    struct dp_case c = dp_case_here(_i);
+    if (grade_quick_skip(slot, (double)c.n * c.layers * c.batch * c.rows * c.cols,
+                         "multiply-adds"))
+        return;
+    grade_split();
+    dp_machine(c.n);
+    struct rng r = grade_rng(slot);
+    struct dp_problem q;
+    dp_problem_init(&q, c);
+    dp_zones_seen(&q, q.zones_was);
+    struct census before = census_seen();
+    const int current = c.n > 1 ? 1 : 0;
+    if (runs())
+        CUDA_CHECK(cudaSetDevice(current));
+    struct dp s;
+    memset(&s, 0, sizeof s);
+    cudaError_t e = SEEN(dp_create(&s, c.n, c.layers, c.batch, c.rows, c.cols));
+    JUDGE(e == cudaSuccess, "dp_create (given) returned %s", err_name(e));
+    const char *const RUNS[] = { "dp_backward", "second run, shuffled streams",
+                                 "third run, shuffled streams" };
+    for (int round = 0; round < 3; round++) {
+        if (round > 0) {
+            shuffle(&r);
+            grade_second_run(slot, 1);
+        }
+        dp_fill(&q, &r);
+        if (runs())
+            CUDA_CHECK(cudaSetDevice(current));
+        e = SEEN(dp_backward(&s, q.a, q.g, q.grad));
+        JUDGE(e == cudaSuccess, "%s: %d devices, %d layers: dp_backward returned %s",
+              RUNS[round], c.n, c.layers, err_name(e));
+        check_after(slot, "dp_backward", current);
+        dp_check(slot, &q, RUNS[round]);
+    }
+    e = SEEN(dp_destroy(&s));
+    JUDGE(e == cudaSuccess, "dp_destroy (given) returned %s", err_name(e));
+    check_census(slot, before, "a model made, three backward passes, destroyed");
+    dp_problem_free(&q);
+    grade_note(slot, "every grad the exact sum, three times");
+    grade_split_end();
+}
+END_TEST
+
+START_TEST(dp_errors)
+{
+    int slot = grade_slot();
+    grade_split();
+    const int n = gpu_times_are_real() ? gpu_devices() : 2;
+    dp_machine(n);
+    struct dp_case c = { n, 2, 4, 8, 8 };
+    struct dp_problem q;
+    dp_problem_init(&q, c);
+    struct census before = census_seen();
+    struct dp s;
+    memset(&s, 0, sizeof s);
+    cudaError_t e = SEEN(dp_create(&s, c.n, c.layers, c.batch, c.rows, c.cols));
+    JUDGE(e == cudaSuccess, "dp_create (given) returned %s", err_name(e));
+    struct census made = census_seen();
+    static const char *const WHAT[] = { "a NULL model", "a NULL a", "a NULL g", "a NULL grad" };
+    for (int k = 0; k < 4; k++) {
+        e = SEEN(dp_backward(k == 0 ? NULL : &s, k == 1 ? NULL : q.a, k == 2 ? NULL : q.g,
+                             k == 3 ? NULL : q.grad));
+        JUDGE(e == cudaErrorInvalidValue, "dp_backward with %s returned %s, want "
+              "cudaErrorInvalidValue", WHAT[k], err_name(e));
+        check_after(slot, "dp_backward refusing bad arguments", 0);
+    }
+    check_census(slot, made, "dp_backward refusing bad arguments");
+    e = SEEN(dp_destroy(&s));
+    JUDGE(e == cudaSuccess, "dp_destroy (given) returned %s", err_name(e));
+    check_census(slot, before, "a model made and destroyed");
+    dp_problem_free(&q);
+    grade_note(slot, "refused, nothing held");
+    grade_split_end();
+}
+END_TEST
+
+#ifdef HARNESS_EMU
+/* the host's waits, as the judge sees them: how many, and the issue count at each (at most
+ * SEEN_OPS_MAX are read) */
+static unsigned long long *host_waits_seen(size_t *n)
+{
+    unsigned long long count = runs() ? emu_host_wait_count() : 0;
+    grade_exchange_bytes(&count, sizeof count);
+    *n = count < SEEN_OPS_MAX ? (size_t)count : SEEN_OPS_MAX;
+    unsigned long long *w = xmalloc((*n ? *n : 1) * sizeof *w);
+    for (size_t i = 0; i < *n; i++)
+        w[i] = runs() ? emu_host_wait_issued(i) : 0;
+    exchange_pieces(w, *n * sizeof *w);
+    return w;
+}
+
+static int is_gemm(const struct emu_op *o)
+{
+    return o->kind == EMU_OP_KERNEL && strstr(o->name, "grad_gemm") != NULL;
+}
+
+/* one op of an all-reduce on device d: its own bucket's copy, a peer's, or an add */
+static int is_reduce_on(const struct emu_op *o, int d)
+{
+    if (o->kind == EMU_OP_MEMCPY)
+        return o->dst_device == d && o->src_device >= 0;
+    return o->kind == EMU_OP_KERNEL && strstr(o->name, "grad_add") != NULL && o->device == d;
+}
+
+static int cmp_issue(const void *x, const void *y)
+{
+    const struct emu_op *a = x, *b = y;
+    return (a->issue > b->issue) - (a->issue < b->issue);
+}
+
+/* Step 4's schedule, judged. The operations sorted by issue; each one's predecessors (stream
+ * order and the waits declared: the record a wait names, and what came before it on its
+ * stream), closed over; then the layers' GEMMs and all-reduces found on each device and the
+ * four rules of the contract checked against them. */
+static void judge_dp_schedule(int slot, struct emu_op *op, size_t nop, const unsigned long long *w,
+                              size_t nw, const struct dp_case *c)
+{
+    const int n = c->n, L = c->layers, per = 2 * n - 1; /* an all-reduce's ops on a device */
+    qsort(op, nop, sizeof *op, cmp_issue);
+    for (size_t i = 0; i < nop; i++) {
+        if (op[i].host_sync) {
+            grade_hint(slot, "the legacy stream (stream 0, cudaMemcpy, cudaMemset) waits for "
+                             "everything and makes the host wait: keep every operation on "
+                             "the model's streams");
+            ck_abort_msg("%s on device %d ran with the host waiting for it (the legacy "
+                         "stream, or a copy to pageable memory)", op[i].name, op[i].device);
+        }
+        if (op[i].kind == EMU_OP_KERNEL && !is_gemm(&op[i]) && !strstr(op[i].name, "grad_add"))
+            ck_abort_msg("a kernel of dp_backward's own (%s): the step issues grad_gemm and "
+                         "grad_allreduce, and orders them", op[i].name);
+    }
+    const unsigned long long last = nop ? op[nop - 1].issue : 0;
+    for (size_t k = 0; k < nw; k++)
+        if (w[k] <= last) {
+            size_t issued = 0; /* of the operations judged, those issued before the wait */
+            while (issued < nop && op[issued].issue < w[k])
+                issued++;
+            grade_hint(slot, "every layer's work is issued before the host waits for any: a "
+                             "cudaStreamSynchronize between layers holds the next layer's GEMM "
+                             "until the all-reduce is done. Say what must come first with "
+                             "events, and let the GPUs wait for them");
+            ck_abort_msg("the host waited after %zu of the %zu operations had been issued: "
+                         "the rest waited for it", issued, nop);
+        }
+    /* the layers' ops on each device: GEMMs in issue order are layers L - 1 .. 0, and the
+     * all-reduce ops in groups of 2n - 1 likewise */
+    size_t gemm[DP_MAX_LAYERS][MGPU_MAX], first[DP_MAX_LAYERS][MGPU_MAX],
+        lastop[DP_MAX_LAYERS][MGPU_MAX];
+    int gstream[MGPU_MAX], rstream[MGPU_MAX];
+    for (int d = 0; d < n; d++) {
+        int ng = 0, nr = 0;
+        gstream[d] = rstream[d] = -1;
+        for (size_t i = 0; i < nop; i++) {
+            const struct emu_op *o = &op[i];
+            if (is_gemm(o) && o->device == d) {
+                ck_assert_msg(ng < L, "device %d ran more than %d GEMMs", d, L);
+                gemm[L - 1 - ng++][d] = i;
+                if (gstream[d] >= 0 && gstream[d] != o->stream)
+                    ck_abort_msg("device %d's GEMMs ran on streams %d and %d: all on "
+                                 "s->compute[%d]", d, gstream[d], o->stream, d);
+                gstream[d] = o->stream;
+            } else if (is_reduce_on(o, d)) {
+                ck_assert_msg(nr < L * per, "device %d ran more all-reduce work than %d layers "
+                              "take", d, L);
+                int l = L - 1 - nr / per;
+                if (nr % per == 0)
+                    first[l][d] = i;
+                lastop[l][d] = i;
+                nr++;
+                if (rstream[d] >= 0 && rstream[d] != o->stream)
+                    ck_abort_msg("device %d's all-reduces ran on streams %d and %d: all on "
+                                 "s->comm[%d]", d, rstream[d], o->stream, d);
+                rstream[d] = o->stream;
+            }
+        }
+        ck_assert_msg(ng == L && nr == L * per, "device %d ran %d GEMMs and %d all-reduce "
+                      "operations, where %d layers take %d and %d", d, ng, nr, L, L, L * per);
+        if (gstream[d] == rstream[d]) {
+            grade_hint(slot, "the operations of one stream run one after the other: an "
+                             "all-reduce on the compute stream holds the next layer's GEMM "
+                             "behind it. grad_allreduce on s->comm");
+            ck_abort_msg("device %d's GEMMs and all-reduces ran on one stream (%d)", d,
+                         gstream[d]);
+        }
+        ck_assert_msg(gstream[d] != 0 && rstream[d] != 0, "device %d's work ran on the legacy "
+                      "stream", d);
+    }
+    /* predecessors: bit j of pred[i] when op j must come before op i */
+    const size_t words = (nop + 63) / 64;
+    uint64_t *pred = xmalloc((nop ? nop : 1) * words * sizeof *pred);
+    memset(pred, 0, (nop ? nop : 1) * words * sizeof *pred);
+#define PRED(i) (pred + (size_t)(i) * words)
+    for (size_t i = 0; i < nop; i++) {
+        size_t direct[2];
+        int nd = 0;
+        for (size_t j = i; j-- > 0;)
+            if (op[j].stream == op[i].stream) {
+                direct[nd++] = j;
+                break;
+            }
+        if (op[i].kind == EMU_OP_EVENT_WAIT && op[i].after >= 0)
+            for (size_t j = 0; j < i; j++)
+                if (op[j].kind == EMU_OP_EVENT_RECORD && (long long)op[j].issue == op[i].after) {
+                    direct[nd++] = j;
+                    break;
+                }
+        for (int k = 0; k < nd; k++) {
+            uint64_t *p = PRED(i), *q = PRED(direct[k]);
+            for (size_t x = 0; x < words; x++)
+                p[x] |= q[x];
+            p[direct[k] / 64] |= (uint64_t)1 << (direct[k] % 64);
+        }
+    }
+#define BEFORE(j, i) ((PRED(i)[(j) / 64] >> ((j) % 64)) & 1)
+    for (int l = L - 1; l >= 0; l--)
+        for (int d = 0; d < n; d++)
+            for (int e = 0; e < n; e++) {
+                if (!BEFORE(gemm[l][e], first[l][d])) {
+                    grade_hint(slot, "device d's all-reduce reads every device's bucket: record "
+                                     "an event after each device's GEMM, and make every comm "
+                                     "stream wait for all of them (cudaStreamWaitEvent takes an "
+                                     "event of another device)");
+                    free(pred);
+                    ck_abort_msg("layer %d's all-reduce on device %d may start before layer "
+                                 "%d's GEMM on device %d: nothing declared orders them", l, d,
+                                 l, e);
+                }
+                if (l + DP_BUCKETS < L && !BEFORE(lastop[l + DP_BUCKETS][e], gemm[l][d])) {
+                    grade_hint(slot, "layer l's GEMM writes the bucket layer l + DP_BUCKETS's "
+                                     "all-reduces read, on every device: record an event on "
+                                     "each comm stream after the all-reduce, and make the "
+                                     "GEMM's stream wait for all of them");
+                    free(pred);
+                    ck_abort_msg("layer %d's GEMM on device %d may overwrite bucket %d before "
+                                 "layer %d's all-reduce on device %d has read it", l, d,
+                                 l % DP_BUCKETS, l + DP_BUCKETS, e);
+                }
+                for (size_t j = first[l][e]; l > 0 && j <= lastop[l][e]; j++)
+                    if (BEFORE(j, gemm[l - 1][d])) {
+                        grade_hint(slot, "layer l - 1's GEMM needs only its own bucket, which "
+                                         "layer l's all-reduce does not read: a wait on the "
+                                         "all-reduce (or on anything after it) serialises "
+                                         "the two, and the overlap is lost");
+                        free(pred);
+                        ck_abort_msg("layer %d's GEMM on device %d waits for layer %d's "
+                                     "all-reduce on device %d: they cannot overlap", l - 1, d,
+                                     l, e);
+                    }
+            }
+#undef BEFORE
+#undef PRED
+    free(pred);
+    grade_note(slot, "%d devices, %d layers: GEMMs on streams of their own, all-reduces on "
+                     "others, each after its layer's GEMMs, each bucket reused after its "
+                     "all-reduces, no layer's GEMM after the all-reduce above it", n, L);
+    grade_summary("the all-reduces overlap the GEMMs, ordered by events only where data flows");
+}
+#endif
+
+START_TEST(dp_concept)
+{
+#ifdef HARNESS_EMU
+    int slot = grade_slot();
+    grade_split();
+    const struct dp_case c = { 3, 5, 6, 10, 12 };
+    dp_machine(c.n);
+    struct rng r = grade_rng(slot);
+    struct dp_problem q;
+    dp_problem_init(&q, c);
+    dp_zones_seen(&q, q.zones_was);
+    struct dp s;
+    memset(&s, 0, sizeof s);
+    cudaError_t e = SEEN(dp_create(&s, c.n, c.layers, c.batch, c.rows, c.cols));
+    JUDGE(e == cudaSuccess, "dp_create (given) returned %s", err_name(e));
+    dp_fill(&q, &r);
+    if (runs()) {
+        CUDA_CHECK(cudaDeviceSynchronize()); /* the fill's copies ran, and are not judged */
+        emu_schedule_reset();
+    }
+    e = SEEN(dp_backward(&s, q.a, q.g, q.grad));
+    JUDGE(e == cudaSuccess, "dp_backward returned %s", err_name(e));
+    size_t nop = 0, nw = 0;
+    struct emu_op *op = sched_seen(&nop);
+    unsigned long long *w = host_waits_seen(&nw);
+    dp_check(slot, &q, "dp_backward");
+    if (judges())
+        judge_dp_schedule(slot, op, nop, w, nw, &c);
+    free(op);
+    free(w);
+    e = SEEN(dp_destroy(&s));
+    JUDGE(e == cudaSuccess, "dp_destroy (given) returned %s", err_name(e));
+    dp_problem_free(&q);
+    grade_split_end();
+#endif
+}
+END_TEST
+
+/* what the timed runs of step 4 returned and took: the step, its GEMMs alone, its all-reduces
+ * alone */
+struct dp_times {
+    cudaError_t e[3][SPEED_REPS + 1];
+    double t[3][SPEED_REPS];
+};
+
+/* every layer's GEMMs alone (k = 1) or its all-reduces alone (k = 2), on the model's streams,
+ * then every stream waited for */
+static cudaError_t dp_part(struct dp *s, struct dp_problem *q, int k)
+{
+    cudaError_t e = cudaSuccess;
+    for (int l = s->layers - 1; l >= 0 && e == cudaSuccess; l--) {
+        if (k == 1)
+            for (int d = 0; d < s->ndev && e == cudaSuccess; d++)
+                e = grad_gemm(s, d, l % DP_BUCKETS, q->a[l][d], q->g[l][d], s->compute[d]);
+        else
+            e = grad_allreduce(s, l % DP_BUCKETS, q->grad[l], s->comm);
+    }
+    for (int d = 0; d < s->ndev && e == cudaSuccess; d++) {
+        if ((e = cudaSetDevice(d)) == cudaSuccess)
+            e = cudaDeviceSynchronize();
+    }
+    cudaError_t f = cudaSetDevice(0);
+    return e == cudaSuccess ? f : e;
+}
+
+START_TEST(dp_speed)
+{
+    int slot = grade_slot();
+    const struct dp_case c = dp_case_here(0);
+    grade_split();
+    dp_machine(c.n);
+    struct rng r = grade_rng(slot);
+    struct dp_problem q;
+    dp_problem_init(&q, c);
+    struct dp s;
+    memset(&s, 0, sizeof s);
+    cudaError_t e = SEEN(dp_create(&s, c.n, c.layers, c.batch, c.rows, c.cols));
+    JUDGE(e == cudaSuccess, "dp_create (given) returned %s", err_name(e));
+    dp_fill(&q, &r);
+    struct dp_times t;
+    memset(&t, 0, sizeof t);
+    if (runs()) {
+        for (int k = 0; k < 3; k++) /* a warm-up of each */
+            t.e[k][SPEED_REPS] = k == 0 ? dp_backward(&s, q.a, q.g, q.grad) : dp_part(&s, &q, k);
+        for (int rep = 0; rep < SPEED_REPS; rep++)
+            for (int k = 0; k < 3; k++) {
+                double t0 = now_ms();
+                t.e[k][rep] = k == 0 ? dp_backward(&s, q.a, q.g, q.grad) : dp_part(&s, &q, k);
+                t.t[k][rep] = now_ms() - t0;
+            }
+    }
+    grade_exchange_bytes(&t, sizeof t);
+    static const char *const PART[] = { "dp_backward", "the GEMMs alone",
+                                        "the all-reduces alone" };
+    for (int k = 0; k < 3 && judges(); k++)
+        for (int rep = 0; rep <= SPEED_REPS; rep++) {
+            ck_assert_msg(t.e[k][rep] == cudaSuccess, "%s returned %s", PART[k],
+                          err_name(t.e[k][rep]));
+            ck_assert_msg(rep == SPEED_REPS || (t.t[k][rep] > 0 && t.t[k][rep] < 1e9),
+                          "the grade lost step with the code it runs: a timing of %g ms came "
+                          "back", t.t[k][rep]);
+        }
+    e = SEEN(dp_destroy(&s));
+    JUDGE(e == cudaSuccess, "dp_destroy (given) returned %s", err_name(e));
+    dp_problem_free(&q);
+    if (judges()) {
+        double m[3];
+        for (int k = 0; k < 3; k++) {
+            qsort(t.t[k], SPEED_REPS, sizeof t.t[k][0], cmp_double);
+            m[k] = t.t[k][SPEED_REPS / 2];
+        }
+        const double longer = m[1] > m[2] ? m[1] : m[2];
+        grade_note(slot, "%d devices, %d layers of %d x %d (batch %d a device): the step %.3f "
+                         "ms, its GEMMs alone %.3f, its all-reduces alone %.3f: %.2fx the longer "
+                         "(at most %.2fx; one after the other would be %.2fx)", c.n, c.layers,
+                   c.rows, c.cols, c.batch, m[0], m[1], m[2], m[0] / longer, DP_NEEDS,
+                   (m[1] + m[2]) / longer);
+        grade_summary("%.2fx the longer of compute and communication (at most %.2fx)",
+                      m[0] / longer, DP_NEEDS);
+        grade_hint(slot, "is every layer issued before the host waits, each all-reduce on the "
+                         "comm streams after its layer's GEMMs, and the next layer's GEMM "
+                         "waiting on nothing but its bucket?");
+        ck_assert_msg(m[0] <= DP_NEEDS * longer, "the step %.3f ms, the longer part alone %.3f "
+                      "ms: %.2fx, at most %.2fx", m[0], longer, m[0] / longer, DP_NEEDS);
+    }
+    grade_split_end();
+}
+END_TEST
+
 /* ==== the bench ================================================================================== */
 
 static void row(struct results *out, const char *kernel, const char *shape, double ms, double gbs)
@@ -1501,6 +2085,8 @@ static void add_tests(Suite *s)
             grader_skip("the ring over this machine's GPUs", why);
         if (grader_step(3, "the ring on the copy engines"))
             grader_skip("the copy ring over this machine's GPUs", why);
+        if (grader_step(4, "a data-parallel step"))
+            grader_skip("the data-parallel step over this machine's GPUs", why);
         return;
     }
     if (grader_step(1, "the links between the GPUs")) {
@@ -1571,6 +2157,32 @@ static void add_tests(Suite *s)
             grader_skip(tc[0], SCHEDULE_SKIP);
         grader_add_timed_ctx(s, "speed", ring_speed, "speed: 256 MiB a device, the ring on the "
                              "copy engines against allreduce_host", 240, &STEP3);
+    }
+    if (grader_step(4, "a data-parallel step")) {
+        static char t[NDP][112];
+        static const char *tt[NDP];
+        int nt = emu ? NDP : 1;
+        for (int i = 0; i < nt; i++) {
+            struct dp_case c = dp_case_here(i);
+            snprintf(t[i], sizeof t[i], "correct: %d device%s, %d layer%s of %d x %d, batch %d",
+                     c.n, c.n == 1 ? "" : "s", c.layers, c.layers == 1 ? "" : "s", c.rows,
+                     c.cols, c.batch);
+            tt[i] = t[i];
+        }
+        grader_add(s, "correct", dp_correct, tt, nt, 120);
+        static const char *te[] = { "errors: NULL model, inputs and outputs" };
+        if (grade_sanitizing())
+            grader_skip(te[0], SANITIZE_SKIP);
+        else
+            grader_add(s, "errors", dp_errors, te, 1, 60);
+        static const char *tc[] = { "concept: each all-reduce after its GEMMs, each bucket "
+                                    "reused after its all-reduces, the next GEMM free" };
+        if (emu)
+            grader_add(s, "concept", dp_concept, tc, 1, 60);
+        else
+            grader_skip(tc[0], SCHEDULE_SKIP);
+        grader_add_timed(s, "speed", dp_speed, "speed: 8 layers of 2048 x 2048, the step "
+                         "against the longer of its GEMMs and its all-reduces alone", 240);
     }
 }
 

@@ -250,6 +250,47 @@ START_TEST(a_copy_to_pageable_memory_waits_for_its_stream)
 }
 END_TEST
 
+/* The host's waits: none while work is only queued; one, at the issue count, when a sync runs
+ * it; none for a sync with nothing to run; one for a copy the host waits for. */
+START_TEST(the_host_waits_are_counted_with_what_was_issued)
+{
+    float *d, *pageable = malloc(BYTES);
+    cudaStream_t s;
+    cudaEvent_t e;
+    CK_CUDA(cudaMalloc((void **)&d, BYTES));
+    CK_CUDA(cudaStreamCreate(&s));
+    CK_CUDA(cudaEventCreate(&e));
+    emu_schedule_reset();
+    CK_CUDA(cudaMemsetAsync(d, 0, BYTES, s));
+    CK_CUDA(cudaEventRecord(e, s));
+    CK_CUDA(cudaMemsetAsync(d, 1, BYTES, s));
+    ck_assert_uint_eq(emu_host_wait_count(), 0);
+    CK_CUDA(cudaEventSynchronize(e));
+    ck_assert_uint_eq(emu_host_wait_count(), 1);
+    size_t n;
+    struct emu_op *ops = schedule(&n);
+    ck_assert_uint_eq(n, 2); /* the memset and the record: the second memset still waits */
+    /* issued by then: all three; the last one's issue number is below the count */
+    ck_assert_uint_eq(emu_host_wait_issued(0), ops[1].issue + 2);
+    free(ops);
+    CK_CUDA(cudaStreamSynchronize(s));
+    ck_assert_uint_eq(emu_host_wait_count(), 2);
+    CK_CUDA(cudaStreamSynchronize(s)); /* nothing left to run: no wait */
+    CK_CUDA(cudaDeviceSynchronize());
+    ck_assert_uint_eq(emu_host_wait_count(), 2);
+    CK_CUDA(cudaMemcpyAsync(pageable, d, BYTES, cudaMemcpyDeviceToHost, s));
+    ck_assert_uint_eq(emu_host_wait_count(), 3);
+    ck_assert_uint_eq(emu_host_wait_issued(2), emu_host_wait_issued(1) + 1);
+    ck_assert_uint_eq(emu_host_wait_issued(3), 0);
+    emu_schedule_reset();
+    ck_assert_uint_eq(emu_host_wait_count(), 0);
+    CK_CUDA(cudaEventDestroy(e));
+    CK_CUDA(cudaStreamDestroy(s));
+    CK_CUDA(cudaFree(d));
+    free(pageable);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- the legacy default stream */
 
 START_TEST(legacy_stream_drains_blocking_streams_only)
@@ -1412,6 +1453,7 @@ static Suite *streams_suite(void)
     tcase_add_test(tc, missing_wait_gives_a_wrong_answer_under_some_seed);
     tcase_add_test(tc, a_pinned_buffer_is_read_when_the_copy_runs);
     tcase_add_test(tc, a_copy_to_pageable_memory_waits_for_its_stream);
+    tcase_add_test(tc, the_host_waits_are_counted_with_what_was_issued);
     tcase_add_test(tc, legacy_stream_drains_blocking_streams_only);
     tcase_add_test(tc, schedule_records_every_op_in_dependency_order);
     tcase_add_test(tc, independent_streams_interleave_by_seed);

@@ -1,14 +1,16 @@
-/* collective.h: the contract of chapter 12, more than one GPU: three steps.
+/* collective.h: the contract of chapter 12, more than one GPU: four steps.
  *
  *   step 1  the links between the GPUs          links_open, links_close (step1_links.cu)
  *   step 2  a ring all-reduce by hand           ring_create, ring_allreduce, ring_destroy
  *                                               (step2_ring.cu)
  *   step 3  the ring on the copy engines        ring_copy_create, ring_copy_allreduce,
  *                                               ring_copy_destroy (step3_ring_copy.cu)
+ *   step 4  a data-parallel step                dp_backward (step4_data_parallel.cu)
  *
  * Given (collective_given.cu): the all-reduce every program starts from, through the host
  * (allreduce_host), which the starters of steps 2 and 3 call and the grader and bench measure
- * beside the rings.
+ * beside the rings; and step 4's model (dp_create, dp_destroy), its GEMM (grad_gemm) and its
+ * stream-ordered all-reduce (grad_allreduce).
  *
  * One process drives every GPU: cudaSetDevice(d) makes device d current for the calling host
  * thread, and what is made then (buffers, streams, events) belongs to device d. A kernel runs
@@ -135,6 +137,63 @@ struct ring_copy {
 cudaError_t ring_copy_create(struct ring_copy *r, int ndev, size_t count, size_t chunk);
 cudaError_t ring_copy_allreduce(struct ring_copy *r, float *const buf[]);
 cudaError_t ring_copy_destroy(struct ring_copy *r);
+
+/* ---- step 4: a data-parallel step -------------------------------------------------------------
+ *
+ * The weight gradients of a stack of `layers` linear layers, data parallel over ndev devices:
+ * every device holds the whole model and its own shard of the batch, and layer l's weight
+ * gradient is the sum over the devices of each device's dW = A^T G over its shard (A: batch x
+ * rows, G: batch x cols, both row-major; dW: rows x cols). A backward pass makes the layers'
+ * gradients from the last layer to the first, and each is summed over the devices (an
+ * all-reduce) as soon as every device has made it, while the devices go on to the layers below:
+ * the communication of one layer overlaps the computation of the next.
+ *
+ * Given (collective_given.cu):
+ *   dp_create(s, ndev, layers, batch, rows, cols) makes, on each device d, two streams
+ *     (s->compute[d] and s->comm[d]), DP_BUCKETS buckets of rows x cols floats (where a layer's
+ *     gradient waits for its all-reduce), the all-reduce's scratch, and DP_EVENTS events a
+ *     layer (s->ev[d], yours to use); dp_destroy gives them back.
+ *   grad_gemm(s, d, bucket, a, g, stream): bucket `bucket` of device d = A^T G, one kernel on
+ *     `stream` (a stream of device d; the current device is set and restored).
+ *   grad_allreduce(s, bucket, out, stream): on each device d, on stream[d], out[d] = the sum
+ *     over the devices e of bucket `bucket` of device e: peer copies into device d's scratch
+ *     and adds. So device d's all-reduce reads every device's bucket.
+ *
+ * dp_backward(s, a, g, grad): a[l][d] and g[l][d] are layer l's A and G on device d, for
+ * l < s->layers and d < s->ndev; grad[l][d] is where layer l's summed gradient goes on device
+ * d. For l from s->layers - 1 down to 0: on every device, grad_gemm of layer l into bucket
+ * l % DP_BUCKETS on s->compute[d]; then grad_allreduce of that bucket into grad[l], on the
+ * s->comm streams. Between them, the order the data needs, declared with events
+ * (cudaEventRecord, cudaStreamWaitEvent), and no other:
+ *   - layer l's all-reduce on any device reads every device's bucket: it starts after layer
+ *     l's GEMM on every device;
+ *   - the GEMM of layer l - DP_BUCKETS overwrites the bucket that layer l's all-reduces read on
+ *     every device: it starts after layer l's all-reduce on every device;
+ *   - layer l - 1's GEMM does not wait for layer l's all-reduce (while DP_BUCKETS >= 2), so that
+ *     the two overlap: a host wait between them, or the all-reduce on the compute stream, or a
+ *     wait declared where none is needed, serialises them.
+ * The host waits for nothing until every layer's work is issued. Returns once every grad[l][d]
+ * holds its sum, with the current device as it found it. NULL arguments: cudaErrorInvalidValue.
+ */
+#define DP_BUCKETS 2
+#define DP_EVENTS 2 /* events a device a layer in s->ev */
+#define DP_MAX_LAYERS 64
+struct dp {
+    int ndev, layers;
+    int batch, rows, cols;
+    cudaStream_t compute[MGPU_MAX], comm[MGPU_MAX]; /* made on device d */
+    float *bucket[MGPU_MAX][DP_BUCKETS];            /* rows x cols floats each, on device d */
+    float *scratch[MGPU_MAX];                       /* grad_allreduce's, on device d */
+    cudaEvent_t *ev[MGPU_MAX];                      /* DP_EVENTS x layers, made on device d */
+};
+cudaError_t dp_create(struct dp *s, int ndev, int layers, int batch, int rows, int cols);
+cudaError_t dp_destroy(struct dp *s);
+cudaError_t grad_gemm(const struct dp *s, int d, int bucket, const float *a, const float *g,
+                      cudaStream_t stream);
+cudaError_t grad_allreduce(const struct dp *s, int bucket, float *const out[],
+                           const cudaStream_t stream[]);
+cudaError_t dp_backward(struct dp *s, const float *a[][MGPU_MAX], const float *g[][MGPU_MAX],
+                        float *grad[][MGPU_MAX]);
 
 #ifdef __cplusplus
 }

@@ -99,6 +99,15 @@ struct emu_op {
  * emu_schedule_dropped() counts those that ran after the record was full. */
 size_t emu_schedule_count(void);
 size_t emu_schedule_dropped(void);
+/* The host's waits since the start or the last emu_schedule_reset: each time the host blocked
+ * until device work had run (cudaStreamSynchronize, cudaEventSynchronize, cudaDeviceSynchronize,
+ * the cudaStreamQuery or cudaEventQuery that runs what it finds pending, an operation on the
+ * legacy stream or one the host waits for, such as a copy to pageable memory) and some had to
+ * run. emu_host_wait_issued(i) is the count of operations issued, on every stream, when wait i
+ * ended: an operation whose issue number (struct emu_op) is at least that was issued after the
+ * host had waited. 0 for i past the count. The first 262144 are kept. */
+size_t emu_host_wait_count(void);
+unsigned long long emu_host_wait_issued(size_t i);
 /* Fills *out with entry i; 0, or -1 when i >= emu_schedule_count(). */
 int emu_schedule_get(size_t i, struct emu_op *out);
 void emu_schedule_reset(void);

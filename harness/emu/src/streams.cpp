@@ -198,6 +198,8 @@ std::vector<size_t> g_free_lanes;      /* lanes of destroyed executable graphs *
 uint64_t g_issued, g_ran;
 std::vector<Entry> g_schedule;
 size_t g_dropped;
+std::vector<unsigned long long> g_host_waits; /* g_issued at each wait of the host that ran work */
+constexpr size_t HOST_WAITS_KEPT = 262144;   /* as many as the schedule keeps */
 std::map<const void *, std::string> g_kernel_names;
 
 /* the order: EMU_STREAM_ORDER, read again whenever it changes, unless emu_shuffle_streams set it */
@@ -368,6 +370,7 @@ void drain(Need n)
     read_order();
     close_over_waits(n);
     std::vector<size_t> ready;
+    bool ran = false;
     for (;;) {
         ready.clear();
         bool left = false;
@@ -385,6 +388,8 @@ void drain(Need n)
                 std::fprintf(stderr, "emu: internal error: queued stream work that can never run\n");
                 std::abort();
             }
+            if (ran && g_host_waits.size() < HOST_WAITS_KEPT) /* the host waited for work */
+                g_host_waits.push_back(g_issued);
             return;
         }
         size_t pick = 0;
@@ -402,6 +407,7 @@ void drain(Need n)
         if (g_streams[pick].queue.empty())
             g_queued.erase(pick);
         execute(op, false);
+        ran = true;
     }
 }
 
@@ -451,6 +457,8 @@ void issue(cudaStream_t s, Op op, bool host_waits)
         need_mark(n, m);
     drain(n);
     execute(op, true);
+    if (g_host_waits.size() < HOST_WAITS_KEPT) /* the host waited for the operation itself */
+        g_host_waits.push_back(g_issued);
 }
 
 /* cudaStreamQuery and cudaEventQuery: the first query that finds work pending answers
@@ -1448,6 +1456,19 @@ void emu_schedule_reset(void)
     Lock lock(g_mutex);
     g_schedule.clear();
     g_dropped = 0;
+    g_host_waits.clear();
+}
+
+size_t emu_host_wait_count(void)
+{
+    Lock lock(g_mutex);
+    return g_host_waits.size();
+}
+
+unsigned long long emu_host_wait_issued(size_t i)
+{
+    Lock lock(g_mutex);
+    return i < g_host_waits.size() ? g_host_waits[i] : 0;
 }
 
 int emu_schedule_write_tsv(const char *path)
