@@ -40,7 +40,8 @@
  *   grade --bench F  on a GPU: a peer copy one way and both ways at once, the same bytes
  *                through the host, and both rings against allreduce_host and NCCL's
  *                ncclAllReduce (where libnccl.so.2 can be opened) at sizes from 1 MiB to 1 GiB,
- *                on every device the machine has (rows of algorithm bandwidth); on the
+ *                on every device the machine has (rows of algorithm bandwidth); step 4's GEMMs
+ *                alone, all-reduces alone and the whole step (bench_dp); on the
  *                CPU backend, the same rows on 2 and 4 emulated devices in host time, which says
  *                nothing about a GPU.
  */
@@ -2001,6 +2002,55 @@ static int bench_ring_at(struct results *out, const struct links *l, int n, size
     return tr > 0 && tc > 0 ? 0 : -1;
 }
 
+/* Step 4 on every device: the GEMMs alone, the all-reduces alone, and the step, each the median
+ * of `reps` host-timed runs after one; rows "dp_gemms", "dp_allreduces", "dp_step" at a shape
+ * "NxLAYERSxBATCHxROWSxCOLS", with GB/s of gradient bytes a device (layers x rows x cols x 4)
+ * and GFLOP/s of the GEMMs' work a device. 0, or 1 when a run failed. */
+static int bench_dp(struct results *out, int n, int reps)
+{
+    struct dp_case c = DP_GPU;
+    c.n = n;
+    struct dp_problem q;
+    dp_problem_init(&q, c);
+    struct rng r;
+    rng_init(&r, harness_seed());
+    dp_fill(&q, &r);
+    struct dp s;
+    if (dp_create(&s, c.n, c.layers, c.batch, c.rows, c.cols) != cudaSuccess) {
+        dp_problem_free(&q);
+        return 1;
+    }
+    static const char *const NAME[] = { "dp_step", "dp_gemms", "dp_allreduces" };
+    double t[3][16];
+    int fail = 0;
+    if (reps > 16)
+        reps = 16;
+    for (int rep = -1; rep < reps && !fail; rep++)
+        for (int k = 0; k < 3 && !fail; k++) {
+            double t0 = now_ms();
+            cudaError_t e = k == 0 ? dp_backward(&s, q.a, q.g, q.grad) : dp_part(&s, &q, k);
+            if (e != cudaSuccess) {
+                fprintf(stderr, "bench: %s: %s\n", NAME[k], err_name(e));
+                fail = 1;
+            } else if (rep >= 0) {
+                t[k][rep] = now_ms() - t0;
+            }
+        }
+    char shape[64];
+    snprintf(shape, sizeof shape, "%dx%dx%dx%dx%d", c.n, c.layers, c.batch, c.rows, c.cols);
+    const double bytes = (double)c.layers * dp_out(&c) * sizeof(float),
+                 flops = 2.0 * c.layers * c.batch * (double)dp_out(&c);
+    for (int k = 0; k < 3 && !fail; k++) {
+        qsort(t[k], (size_t)reps, sizeof t[k][0], cmp_double);
+        const double ms = t[k][reps / 2];
+        results_row(out, CHAPTER, NAME[k], shape, ms, bytes / (ms * 1e6), flops / (ms * 1e6));
+        printf("%-24s %-14s %9.3f ms\n", shape, NAME[k], ms);
+    }
+    fail |= dp_destroy(&s) != cudaSuccess;
+    dp_problem_free(&q);
+    return fail;
+}
+
 static int bench(const char *path)
 {
     struct results out;
@@ -2054,6 +2104,7 @@ static int bench(const char *path)
             fail |= bench_ring_at(&out, &l, n, count, (size_t)1 << 20, (size_t)1 << 26, 9, nccl);
         nccl_done(nccl);
         CUDA_CHECK(links_close(&l));
+        fail |= bench_dp(&out, n, 9);
     }
     if (results_close(&out) != 0 || fail) {
         fprintf(stderr, "bench: %s\n", fail ? "a run failed (above)" : "writing failed");
