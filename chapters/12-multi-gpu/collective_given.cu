@@ -11,6 +11,17 @@
 
 #include "collective.h"
 
+/* err, or the restore's error where err is success; nothing left for cudaGetLastError */
+static cudaError_t restore_device(int was, cudaError_t err)
+{
+    cudaError_t e = cudaSetDevice(was);
+    if (err == cudaSuccess)
+        err = e;
+    if (err != cudaSuccess)
+        (void)cudaGetLastError();
+    return err;
+}
+
 cudaError_t allreduce_host(float *const buf[], int ndev, size_t count)
 {
     if (!buf || ndev < 1 || ndev > MGPU_MAX || count == 0)
@@ -44,12 +55,7 @@ cudaError_t allreduce_host(float *const buf[], int ndev, size_t count)
     }
     free(sum);
     free(part);
-    cudaError_t e = cudaSetDevice(was);
-    if (err == cudaSuccess)
-        err = e;
-    if (err != cudaSuccess)
-        (void)cudaGetLastError(); /* returned here: do not let it surface again */
-    return err;
+    return restore_device(was, err);
 }
 
 /* ---- step 4: the model, its GEMM and its all-reduce ------------------------------------------ */
@@ -87,17 +93,6 @@ __global__ void grad_add_kernel(float *out, const float *in, size_t n)
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
         out[i] += in[i];
-}
-
-/* err, or the restore's error where err is success; nothing left for cudaGetLastError */
-static cudaError_t restore_device(int was, cudaError_t err)
-{
-    cudaError_t e = cudaSetDevice(was);
-    if (err == cudaSuccess)
-        err = e;
-    if (err != cudaSuccess)
-        (void)cudaGetLastError();
-    return err;
 }
 
 cudaError_t dp_destroy(struct dp *s)

@@ -23,7 +23,13 @@
 // of a 120 MiB memset, and a kernel's reads must write them back as they evict them; "clean"
 // then reads the buffer back, so that L2 holds clean lines that cost nothing to evict. cuBLAS
 // reads 128 MiB and evicts all of them; the MXFP4 kernels read 34 MiB and evict about as much:
-// the two flushes bracket what a kernel meets after others have run.
+// the two flushes bracket what a kernel meets after others have run. "stream" flushes nothing:
+// it runs STREAM_LAYERS layers back to back, as a decode step does, each with weights of its own
+// (copies of the first layer's), 8 x 34 MiB of MXFP4 or 8 x 128 MiB of bf16, several times L2,
+// so that each layer's weights have left L2 by the time they come round again, and what L2 holds
+// when a layer starts is the clean lines of the layers before it. A short kernel that holds the
+// GPU until every launch is queued goes first, so that neither the launches' cost on the host
+// nor a gap between them is timed; us is then the layers' time over their number.
 //
 // Rows (tab-separated, to the file named by the first argument, with a header):
 //   design m flush run us gbs sm_mhz watts ratio
@@ -37,6 +43,7 @@
 //   make B=cuda build/cuda/chapters/11-mixed-precision/grade   # the harness's objects
 //   tests/probes/mxfp4_gemv_variants.sh reference: other:@my_step4.cu
 //   build/cuda/probes/mxfp4_gemv_variants out.tsv [runs, 9] [m values, "1"] [flush, memset]
+//   (flush: memset, clean or stream)
 // tests/probes/mxfp4_reads.cu is a variant of its own: other plain reads of the same bytes.
 #include <cmath>
 #include <cstdint>
@@ -95,36 +102,88 @@ static double bf16_value(uint16_t h)
 static const double E2M1[8] = { 0, 0.5, 1, 1.5, 2, 3, 4, 6 };
 static double e2m1_value(unsigned c) { return (c & 8 ? -1 : 1) * E2M1[c & 7]; }
 
+#define STREAM_LAYERS 8
+
 struct ctx {
     int design; // -2 cuBLAS, -1 the read, else a variant
     gemv_fn fn;
-    const uint16_t *x, *wb;
-    const uint8_t *w, *ws;
+    const uint16_t *x, *wb[STREAM_LAYERS]; // every layer's weights, bf16 and MXFP4
+    const uint8_t *w[STREAM_LAYERS], *ws[STREAM_LAYERS];
     float *y;
     unsigned *sink;
     int m, k, n;
+    int layer; // the layer run_one runs
 };
 
 static void run_one(void *p)
 {
     const struct ctx *c = (const struct ctx *)p;
+    const int l = c->layer;
     if (c->design == -2) {
-        if (blas_gemm_bf16(c->x, c->wb, c->y, c->m, c->k, c->n) != 0) {
+        if (blas_gemm_bf16(c->x, c->wb[l], c->y, c->m, c->k, c->n) != 0) {
             fprintf(stderr, "cuBLAS: %s\n", blas_unavailable_reason());
             exit(1);
         }
     } else if (c->design == -1) {
-        read_bytes_launch<1, false>(c->w, (size_t)c->n * c->k / 2, c->ws,
+        read_bytes_launch<1, false>(c->w[l], (size_t)c->n * c->k / 2, c->ws[l],
                                     (size_t)c->n * c->k / MX_BLOCK, c->sink);
     } else {
-        c->fn(c->x, c->w, c->ws, c->y, c->m, c->k, c->n);
+        c->fn(c->x, c->w[l], c->ws[l], c->y, c->m, c->k, c->n);
     }
+}
+
+// holds the GPU for ns nanoseconds (%globaltimer), so that what the host queues behind it is
+// all queued when it ends
+static __global__ void gate(long long ns)
+{
+    long long t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    while (t - t0 < ns);
+}
+
+// The stream: the STREAM_LAYERS layers once each, in order, behind the gate; the median over
+// reps of their time over their number, and the clocks while the reps ran. Nothing is flushed:
+// each layer evicts what the ones before it left in L2.
+static struct timing stream_time(struct ctx *c, int warmup, int reps)
+{
+    cudaEvent_t start, stop;
+    CUDA_CHECK(cudaEventCreate(&start));
+    CUDA_CHECK(cudaEventCreate(&stop));
+    for (int i = 0; i < warmup; i++)
+        for (c->layer = 0; c->layer < STREAM_LAYERS; c->layer++)
+            run_one(c);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    std::vector<double> ms(reps);
+    gpu_clocks_start();
+    for (int i = 0; i < reps; i++) {
+        gate<<<1, 1>>>(400000); // 0.4 ms: the layers' launches take less to queue
+        CUDA_CHECK(cudaGetLastError());
+        CUDA_CHECK(cudaEventRecord(start, 0));
+        for (c->layer = 0; c->layer < STREAM_LAYERS; c->layer++)
+            run_one(c);
+        CUDA_CHECK(cudaEventRecord(stop, 0));
+        CUDA_CHECK(cudaEventSynchronize(stop));
+        float t;
+        CUDA_CHECK(cudaEventElapsedTime(&t, start, stop));
+        ms[i] = t / STREAM_LAYERS;
+    }
+    struct timing r = {};
+    r.clocks = gpu_clocks_stop();
+    c->layer = 0;
+    r.reps = reps;
+    r.median_ms = median_of(ms);
+    CUDA_CHECK(cudaEventDestroy(start));
+    CUDA_CHECK(cudaEventDestroy(stop));
+    return r;
 }
 
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s OUT.tsv [runs, 9] [m values, \"1\"] [flush: memset or clean]\n",
+        fprintf(stderr, "usage: %s OUT.tsv [runs, 9] [m values, \"1\"] [flush: memset, clean or "
+                        "stream]\n",
                 argv[0]);
         return 2;
     }
@@ -139,8 +198,9 @@ int main(int argc, char **argv)
     if (!probe_ints(argc > 3 ? argv[3] : "1", 1, 64, 1, "m", ms_list))
         return 2;
     const char *flush = argc > 4 ? argv[4] : "memset";
-    if (strcmp(flush, "memset") != 0 && strcmp(flush, "clean") != 0) {
-        fprintf(stderr, "flush: memset or clean, not '%s'\n", flush);
+    const bool stream = strcmp(flush, "stream") == 0;
+    if (strcmp(flush, "memset") != 0 && strcmp(flush, "clean") != 0 && !stream) {
+        fprintf(stderr, "flush: memset, clean or stream, not '%s'\n", flush);
         return 2;
     }
     FILE *out = probe_open(argv[1]);
@@ -150,9 +210,10 @@ int main(int argc, char **argv)
                  "the variants, k = n = 8192, timed in turns in one process "
                  "(tests/probes/mxfp4_gemv_variants.cu), each the median of 20 launches after an "
                  "L2 flush each (flush: memset, the harness's, which leaves L2 dirty, or clean, "
-                 "the memset then a read of its buffer); sm_mhz, watts: NVML's SM clock (median) "
-                 "and board power (mean) while they ran; ratio = the same run's cuBLAS time / "
-                 "this row's\n");
+                 "the memset then a read of its buffer), or (stream) the median of 20 runs of %d "
+                 "layers back to back, each with weights of its own, over the layers; sm_mhz, "
+                 "watts: NVML's SM clock (median) and board power (mean) while they ran; ratio = "
+                 "the same run's cuBLAS time / this row's\n", STREAM_LAYERS);
     fprintf(out, "design\tm\tflush\trun\tus\tgbs\tsm_mhz\twatts\tratio\n");
     struct rng r;
     rng_init(&r, harness_seed()); // fresh inputs each run unless a seed is set
@@ -182,6 +243,23 @@ int main(int argc, char **argv)
     CUDA_CHECK(cudaMemcpy(dw, w.data(), w.size(), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(dws, ws.data(), ws.size(), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(dwb, wb.data(), nk * 2, cudaMemcpyHostToDevice));
+    // the stream's layers past the first: copies of its weights, at addresses of their own
+    const int nlayers = stream ? STREAM_LAYERS : 1;
+    struct ctx c = {};
+    c.w[0] = dw, c.ws[0] = dws, c.wb[0] = dwb;
+    for (int l = 1; l < STREAM_LAYERS; l++) {
+        uint8_t *a = dw, *b = dws;
+        uint16_t *h = dwb;
+        if (l < nlayers) {
+            CUDA_CHECK(cudaMalloc(&a, w.size()));
+            CUDA_CHECK(cudaMalloc(&b, ws.size()));
+            CUDA_CHECK(cudaMalloc(&h, nk * 2));
+            CUDA_CHECK(cudaMemcpy(a, dw, w.size(), cudaMemcpyDeviceToDevice));
+            CUDA_CHECK(cudaMemcpy(b, dws, ws.size(), cudaMemcpyDeviceToDevice));
+            CUDA_CHECK(cudaMemcpy(h, dwb, nk * 2, cudaMemcpyDeviceToDevice));
+        }
+        c.w[l] = a, c.ws[l] = b, c.wb[l] = h;
+    }
     const int ncheck = n < 256 ? n : 256;
     for (int m : ms_list) {
         const size_t mk = (size_t)m * k, mn = (size_t)m * n;
@@ -196,7 +274,7 @@ int main(int argc, char **argv)
         CUDA_CHECK(cudaMalloc(&dx, mk * 2));
         CUDA_CHECK(cudaMalloc(&dy, mn * 4));
         CUDA_CHECK(cudaMemcpy(dx, x.data(), mk * 2, cudaMemcpyHostToDevice));
-        struct ctx c = { 0, nullptr, dx, dwb, dw, dws, dy, sink, m, k, n };
+        c.x = dx, c.y = dy, c.sink = sink, c.m = m, c.k = k, c.n = n, c.layer = 0;
 
         // every variant's y against double precision, on a sample of columns, y poisoned first
         std::vector<int> cols(ncheck);
@@ -236,7 +314,8 @@ int main(int argc, char **argv)
             double lib_us = 0.0;
             for (int d = -2; d < nv; d++) {
                 c.design = d, c.fn = d >= 0 ? variants[d].fn : nullptr;
-                const struct timing t = gpu_time(run_one, &c, 3, 20);
+                const struct timing t =
+                    stream ? stream_time(&c, 1, 20) : gpu_time(run_one, &c, 3, 20);
                 const double one_us = t.median_ms * 1e3;
                 if (d == -2)
                     lib_us = one_us;
@@ -259,9 +338,11 @@ int main(int argc, char **argv)
         CUDA_CHECK(cudaFree(dx));
         CUDA_CHECK(cudaFree(dy));
     }
-    CUDA_CHECK(cudaFree(dw));
-    CUDA_CHECK(cudaFree(dws));
-    CUDA_CHECK(cudaFree(dwb));
+    for (int l = 0; l < nlayers; l++) {
+        CUDA_CHECK(cudaFree(const_cast<uint8_t *>(c.w[l])));
+        CUDA_CHECK(cudaFree(const_cast<uint8_t *>(c.ws[l])));
+        CUDA_CHECK(cudaFree(const_cast<uint16_t *>(c.wb[l])));
+    }
     CUDA_CHECK(cudaFree(sink));
     if (fclose(out) != 0) {
         perror(argv[1]);
