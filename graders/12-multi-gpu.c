@@ -662,6 +662,28 @@ START_TEST(ring_correct)
 }
 END_TEST
 
+/* The all-reduce of a ring just made, refusing a NULL ring, NULL buffers and buffers that are
+ * NULL, each with cudaErrorInvalidValue and nothing else changed; then the ring destroyed */
+static void allreduce_refusals(int slot, struct any_ring *a, int current)
+{
+    const int step = a->step;
+    const char *name = call_name(step, "allreduce");
+    cudaError_t e = SEEN(any_allreduce(a, NULL));
+    JUDGE(e == cudaErrorInvalidValue, "%s(r, NULL) returned %s, want cudaErrorInvalidValue",
+          name, err_name(e));
+    e = SEEN(step == 2 ? ring_allreduce(NULL, NULL) : ring_copy_allreduce(NULL, NULL));
+    JUDGE(e == cudaErrorInvalidValue, "%s(NULL, NULL) returned %s, want cudaErrorInvalidValue",
+          name, err_name(e));
+    float *none[MGPU_MAX] = { NULL };
+    e = SEEN(any_allreduce(a, none));
+    JUDGE(e == cudaErrorInvalidValue, "%s with NULL buffers returned %s, want "
+          "cudaErrorInvalidValue", name, err_name(e));
+    check_after(slot, step == 2 ? "ring_allreduce refusing bad arguments"
+                                : "ring_copy_allreduce refusing bad arguments", current);
+    e = SEEN(any_destroy(a));
+    JUDGE(e == cudaSuccess, "%s returned %s", call_name(step, "destroy"), err_name(e));
+}
+
 START_TEST(step2_errors)
 {
     int slot = grade_slot();
@@ -703,22 +725,10 @@ START_TEST(step2_errors)
         check_after(slot, "ring_create refusing a missing link", current);
     }
     check_census(slot, before, "ring_create refusing bad arguments");
-    memset(&ring, 0, sizeof ring);
-    e = SEEN(ring_create(&ring, &l, 1000, 10));
+    struct any_ring made;
+    e = SEEN(any_create(&made, 2, &l, n, 1000, 10));
     JUDGE(e == cudaSuccess, "ring_create(%d devices, 1000, 10) returned %s", n, err_name(e));
-    e = SEEN(ring_allreduce(&ring, NULL));
-    JUDGE(e == cudaErrorInvalidValue, "ring_allreduce(r, NULL) returned %s, want "
-          "cudaErrorInvalidValue", err_name(e));
-    e = SEEN(ring_allreduce(NULL, NULL));
-    JUDGE(e == cudaErrorInvalidValue, "ring_allreduce(NULL, NULL) returned %s, want "
-          "cudaErrorInvalidValue", err_name(e));
-    float *none[MGPU_MAX] = { NULL };
-    e = SEEN(ring_allreduce(&ring, none));
-    JUDGE(e == cudaErrorInvalidValue, "ring_allreduce with NULL buffers returned %s, want "
-          "cudaErrorInvalidValue", err_name(e));
-    check_after(slot, "ring_allreduce refusing bad arguments", current);
-    e = SEEN(ring_destroy(&ring));
-    JUDGE(e == cudaSuccess, "ring_destroy returned %s", err_name(e));
+    allreduce_refusals(slot, &made, current);
     check_census(slot, before, "a ring made and destroyed");
     grade_note(slot, "refused, nothing held");
     grade_split_end();
@@ -756,22 +766,10 @@ START_TEST(step3_errors)
     JUDGE(e == cudaErrorInvalidValue, "ring_copy_create(NULL, ...) returned %s, want "
           "cudaErrorInvalidValue", err_name(e));
     check_census(slot, before, "ring_copy_create refusing bad arguments");
-    memset(&ring, 0, sizeof ring);
-    e = SEEN(ring_copy_create(&ring, n, 1000, 10));
+    struct any_ring made;
+    e = SEEN(any_create(&made, 3, NULL, n, 1000, 10));
     JUDGE(e == cudaSuccess, "ring_copy_create(%d devices, 1000, 10) returned %s", n, err_name(e));
-    e = SEEN(ring_copy_allreduce(&ring, NULL));
-    JUDGE(e == cudaErrorInvalidValue, "ring_copy_allreduce(r, NULL) returned %s, want "
-          "cudaErrorInvalidValue", err_name(e));
-    e = SEEN(ring_copy_allreduce(NULL, NULL));
-    JUDGE(e == cudaErrorInvalidValue, "ring_copy_allreduce(NULL, NULL) returned %s, want "
-          "cudaErrorInvalidValue", err_name(e));
-    float *none[MGPU_MAX] = { NULL };
-    e = SEEN(ring_copy_allreduce(&ring, none));
-    JUDGE(e == cudaErrorInvalidValue, "ring_copy_allreduce with NULL buffers returned %s, want "
-          "cudaErrorInvalidValue", err_name(e));
-    check_after(slot, "ring_copy_allreduce refusing bad arguments", current);
-    e = SEEN(ring_copy_destroy(&ring));
-    JUDGE(e == cudaSuccess, "ring_copy_destroy returned %s", err_name(e));
+    allreduce_refusals(slot, &made, current);
     check_census(slot, before, "a ring made and destroyed");
     grade_note(slot, "refused, nothing held");
     grade_split_end();
