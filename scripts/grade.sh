@@ -99,7 +99,7 @@ if [[ $backend == cuda && -x build/cuda/probe ]]; then
     build/cuda/probe --hold > /dev/null 2>&1 &
     holder=$!
 fi
-passed=0 failed=0
+passed=0 failed=0 unjudged=0
 for c in $CHAPTERS; do
     bin=$(program_path grade "$kind" "$c" - "$backend")
     echo
@@ -111,17 +111,23 @@ for c in $CHAPTERS; do
         graded "$c" "$results" "$counts" "$step" "$SIDE" "$backend" \
             env GRADE_COUNTS="$counts" GRADE_STEP="$step" "$bin"
     fi
-    if [[ $? -eq 0 ]]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+    if [[ $? -ne 0 ]]; then
+        failed=$((failed + 1))
+    elif [[ $mode == grade ]] && awk -F'\t' -v c="$c" '$1 == c { last = $3 + $4 } END { exit !(last == 0) }' "$counts"; then
+        unjudged=$((unjudged + 1)) # every test skipped, saying why: nothing graded here
+    else
+        passed=$((passed + 1))
+    fi
 done
 [[ -n ${holder:-} ]] && kill "$holder" 2>/dev/null
 echo
-total=$((passed + failed))
+total=$((passed + failed + unjudged))
 if [[ $mode == tune ]]; then
     echo "tune: $passed of $total chapters tuned; tables in build/results/*-tune.tsv (commit one as solutions/CHAPTER/tune.tsv)"
 elif [[ $mode == bench ]]; then
     echo "bench: $passed of $total chapters measured; rows in build/results/ (make plots draws from them)"
 else
-    echo "grade: $passed of $total chapters passed ($SIDE, $backend backend)"
+    echo "grade: $passed of $total chapters passed ($SIDE, $backend backend)$( ((unjudged)) && echo "; $unjudged not graded on this machine (every test skipped, saying why)")"
     if [[ -n $results ]]; then
         echo
         scripts/progress.sh "$results"

@@ -17,9 +17,9 @@
 # graded on a GPU only says SKIP on the CPU backend), and the starter passes none. A known-bug
 # kernel's patch names the step it breaks ("Step: k"), and its grader grades that step alone
 # (GRADE_STEP), which must fail; "Backends: cuda" marks a bug in a step that only a GPU grades
-# (TMA, wgmma), judged there only. A starter or known-bug kernel whose grader ran no test at all
-# (every one skipped, saying why: chapter 12's on a machine of one GPU) is not held to fail it,
-# and its line says so.
+# (TMA, wgmma), judged there only. A grader that ran no test at all (every one skipped, saying
+# why: chapter 12's on a machine of one GPU; it then says SKIP and exits 0) holds no solution to
+# pass it and no starter or known-bug kernel to fail it, and the verdict line says so.
 #
 # One verdict line per binary ("ok    ..." or "FAIL  ...", with the grader's whole output before
 # a FAIL), then "judge: N passed, N failed". Exit status 0 only when every binary was judged ok.
@@ -114,11 +114,13 @@ verdict() { # verdict INDEX: judge row INDEX from its output
     local ok=0 line steps_passed ran
     steps_passed=$(grep -Ec "^  [0-9]+ step [0-9]+ of [0-9]+  .* PASS  " <<<"$out")
     # a grader that ran no test here (each one skipped, saying why: chapter 12's on a machine of
-    # one GPU) judges nothing; a starter or a known-bug kernel is then not held to fail it
+    # one GPU; it says SKIP and exits 0) judges nothing: the solution is not held to pass it,
+    # nor a starter or a known-bug kernel to fail it
     ran=$(grep -Ec '^  (PASS|FAIL)  ' <<<"$out")
-    if [[ $kind != solution && $rc -eq 0 && $ran -eq 0 ]] && grep -q '^  SKIP  ' <<<"$out"; then
+    if [[ $rc -eq 0 && $ran -eq 0 ]] && grep -q '^  SKIP  ' <<<"$out"; then
         local who="$chapter: the starter"
         [[ $kind == mutant ]] && who="mutant $chapter/$name"
+        [[ $kind == solution ]] && who="$chapter: the solution"
         kind=skipped
         line="$who is not graded here, every test skipped ($backend): $(grep -m1 '^  SKIP  ' <<<"$out" | sed 's/^ *SKIP  //' | cut -c1-120)"
     fi

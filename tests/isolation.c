@@ -236,7 +236,7 @@ struct demo {
     char rows[16 * 1024]; /* its results file */
     int status;           /* from waitpid */
 };
-static struct demo RUN, KILLED, STEPS, STEP2, STEP7, ESCAPE;
+static struct demo RUN, KILLED, STEPS, STEP2, STEP3, STEP7, ESCAPE;
 static char stall_pid_file[] = "/tmp/isolation-stall-XXXXXX";
 
 /* Run this program with `mode` as a separate process, its results into a fresh file, with
@@ -547,6 +547,16 @@ START_TEST(one_step)
 }
 END_TEST
 
+/* a grade in which every test skipped, saying why, neither passes nor fails: SKIP, exit 0 */
+START_TEST(nothing_ran_skips)
+{
+    block_of(&STEP3, "  SKIP  the third step's test: graded on a GPU only");
+    block_of(&STEP3, DEMO "  SKIP  0/0 passed on ");
+    ck_assert_msg(WIFEXITED(STEP3.status) && WEXITSTATUS(STEP3.status) == 0,
+                  "GRADE_STEP=3, every test skipped, should exit 0 (status 0x%x)", STEP3.status);
+}
+END_TEST
+
 static void add_suite(Suite *s)
 {
     /* START_TEST makes each test a pointer variable, so the table is built here */
@@ -568,6 +578,7 @@ static void add_suite(Suite *s)
         { "a line a step: PASS, FAIL with its summary, SKIP with why", ladder_lines },
         { "a row a test with its step, and a row a step", ladder_rows },
         { "GRADE_STEP grades one step, and names the steps when it matches none", one_step },
+        { "a grade whose every test skipped says SKIP and exits 0", nothing_ran_skips },
     };
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
         grader_add(s, "isolation", tests[i].fn, &tests[i].title, 1, 10);
@@ -603,6 +614,7 @@ int main(int argc, char **argv)
     run_demo("--demo-escape", &ESCAPE, NULL);
     run_demo("--demo-steps", &STEPS, NULL);
     run_demo("--demo-steps", &STEP2, "2");
+    run_demo("--demo-steps", &STEP3, "3");
     run_demo("--demo-steps", &STEP7, "7");
     grader_init("isolation");
     Suite *s = suite_create("isolation");

@@ -89,15 +89,25 @@ fi
 expect "there, in the manifest's order" \
     "^starter solution speedy wrong unnamed wrong-too $" "$(order_of "$out")"
 
-# a starter and a known-bug kernel whose graders ran no test here (every one skipped) are not
-# held to fail; one that skipped some and passed the rest still is
+# a solution, a starter and a known-bug kernel whose graders ran no test here (every one
+# skipped: the grader then says SKIP and exits 0) are not held to pass or to fail; one that
+# skipped some and passed the rest still is; a solution whose every test skipped but that exits 1
+# still fails
+stand_in solution 0 "  SKIP  correct: needs two GPUs of one host
+$ch  SKIP  0/0 passed on cuda"
 stand_in starter 0 "  SKIP  correct: needs two GPUs of one host"
 stand_in wrong 0 "  SKIP  correct: needs two GPUs of one host"
 stand_in wrong-too 0 "  SKIP  correct: needs two GPUs
   PASS  correct 1x1"
 out=$(judged cuda)
-expect "a starter whose every test skipped is not graded there" \
+expect "a solution whose every test skipped is not graded there" \
+    "the solution is not graded here, every test skipped \(cuda\)" "$out"
+expect "nor a starter" \
     "the starter is not graded here, every test skipped \(cuda\): correct: needs two GPUs" "$out"
 expect "nor a known-bug kernel" "wrong is not graded here, every test skipped" "$out"
 expect "but one that passed a test still fails the judge" "^judge: 5 passed, 1 failed$" "$out"
+stand_in solution 1 "  SKIP  correct: needs two GPUs of one host"
+out=$(judged cuda)
+expect "a solution whose grader exits 1 fails the judge, skips or not" \
+    "the solution fails its grader \(cuda, exit 1\)" "$out"
 exit $fail
