@@ -448,7 +448,7 @@ static void verdict(int slot, const void *shape, const struct flow_times *t)
     double tc = t->ceiling.median_ms, tb = t->base.median_ms, ty = t->yours.median_ms;
     double ratio = tb / ty; /* your GB/s over the baseline's */
     int cap_decides;
-    double needs = speed_gate(ss->needs, ss->cap, tb / tc, SPEED_GATE_FLOOR, &cap_decides);
+    double needs = speed_gate(ss->needs, ss->cap, tb / tc, &cap_decides);
     char capped[112] = "";
     if (cap_decides)
         snprintf(capped, sizeof capped, "; %.0f%% of the copy kernel's %.2fx, at least %.2fx, "

@@ -714,7 +714,7 @@ static void speed_verdict(int slot, const void *shape, const struct flow_times *
     /* where the memory lets the ceiling itself gain less than the fixed ratio over the base, no
      * kernel could pass it: the gate is then a share of what the ceiling gained in this run */
     int cap_decides;
-    double needs = speed_gate(st->needs, st->cap, tb / tc, SPEED_GATE_FLOOR, &cap_decides);
+    double needs = speed_gate(st->needs, st->cap, tb / tc, &cap_decides);
     char capped[96] = "";
     if (cap_decides)
         snprintf(capped, sizeof capped, ": %.0f%% of %s's %.2fx, at least %.2fx, below the "

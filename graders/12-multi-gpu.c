@@ -455,15 +455,32 @@ static void ring_problem_free(struct ring_problem *q)
     free(q->zones_now);
 }
 
+/* the two guard zones of a guarded buffer (dbuf_alloc) of `bytes`, into z, where the code runs */
+static void guard_read(const void *buf, size_t bytes, unsigned char *z)
+{
+    to_host(z, (const unsigned char *)buf - DBUF_GUARD, DBUF_GUARD);
+    to_host(z + DBUF_GUARD, (const unsigned char *)buf + bytes, DBUF_GUARD);
+}
+
+/* a buffer's zones as read before and after (guard_read), in the judge: fails naming the side
+ * and the byte written */
+static void guard_check(const char *what, const unsigned char *was, const unsigned char *now,
+                        const char *name, size_t count)
+{
+    for (int b = DBUF_GUARD - 1; b >= 0; b--)
+        ck_assert_msg(now[b] == was[b], "%s: a write before the start of %s: byte %d before "
+                      "element 0 was overwritten", what, name, DBUF_GUARD - b);
+    for (int b = 0; b < DBUF_GUARD; b++)
+        ck_assert_msg(now[DBUF_GUARD + b] == was[DBUF_GUARD + b], "%s: a write past the end of "
+                      "%s (%zu floats): byte %d past its end was overwritten", what, name, count,
+                      b);
+}
+
 /* every buffer's guard zones, read where the code runs, sent */
 static void zones_seen(const struct ring_problem *q, unsigned char *zones)
 {
-    for (int d = 0; d < q->n && runs(); d++) {
-        unsigned char *z = zones + (size_t)d * 2 * DBUF_GUARD;
-        to_host(z, (const unsigned char *)q->d[d] - DBUF_GUARD, DBUF_GUARD);
-        to_host(z + DBUF_GUARD, (const unsigned char *)q->d[d] + q->count * sizeof(float),
-                DBUF_GUARD);
-    }
+    for (int d = 0; d < q->n && runs(); d++)
+        guard_read(q->d[d], q->count * sizeof(float), zones + (size_t)d * 2 * DBUF_GUARD);
     exchange_pieces(zones, (size_t)q->n * 2 * DBUF_GUARD);
 }
 
@@ -517,21 +534,27 @@ static void ring_check(int slot, struct ring_problem *q, const char *what)
     if (!judges())
         return;
     for (int d = 0; d < q->n; d++) {
-        const unsigned char *was = q->zones_was + (size_t)d * 2 * DBUF_GUARD;
-        const unsigned char *now = q->zones_now + (size_t)d * 2 * DBUF_GUARD;
-        for (int b = DBUF_GUARD - 1; b >= 0; b--)
-            ck_assert_msg(now[b] == was[b], "%s: a write before the start of device %d's "
-                          "buffer: byte %d before element 0 was overwritten", what, d,
-                          DBUF_GUARD - b);
-        for (int b = 0; b < DBUF_GUARD; b++)
-            ck_assert_msg(now[DBUF_GUARD + b] == was[DBUF_GUARD + b], "%s: a write past the end "
-                          "of device %d's buffer (%zu floats): byte %d past its end was "
-                          "overwritten", what, d, q->count, b);
+        char name[32];
+        snprintf(name, sizeof name, "device %d's buffer", d);
+        guard_check(what, q->zones_was + (size_t)d * 2 * DBUF_GUARD,
+                    q->zones_now + (size_t)d * 2 * DBUF_GUARD, name, q->count);
     }
 }
 
 /* The links a ring needs, opened by the grader itself (not by step 1's code): every device to
  * the one before it in the ring. On a machine whose devices cannot, the test fails saying so. */
+/* device i's access to device j's memory, enabled by the grader where the code runs (already
+ * enabled is fine); device i is left current */
+static void grader_enable(int i, int j)
+{
+    CUDA_CHECK(cudaSetDevice(i));
+    cudaError_t e = cudaDeviceEnablePeerAccess(j, 0);
+    if (e == cudaErrorPeerAccessAlreadyEnabled)
+        (void)cudaGetLastError();
+    else
+        CUDA_CHECK(e);
+}
+
 static struct links grader_links(int n)
 {
     struct links l;
@@ -549,12 +572,7 @@ static struct links grader_links(int n)
                             "a ring over peer access cannot run here\n", d, left);
             exit(EXIT_FAILURE);
         }
-        CUDA_CHECK(cudaSetDevice(d));
-        cudaError_t e = cudaDeviceEnablePeerAccess(left, 0);
-        if (e == cudaErrorPeerAccessAlreadyEnabled)
-            (void)cudaGetLastError();
-        else
-            CUDA_CHECK(e);
+        grader_enable(d, left);
     }
     if (runs())
         CUDA_CHECK(cudaSetDevice(0));
@@ -678,8 +696,9 @@ static void allreduce_refusals(int slot, struct any_ring *a, int current)
     e = SEEN(any_allreduce(a, none));
     JUDGE(e == cudaErrorInvalidValue, "%s with NULL buffers returned %s, want "
           "cudaErrorInvalidValue", name, err_name(e));
-    check_after(slot, step == 2 ? "ring_allreduce refusing bad arguments"
-                                : "ring_copy_allreduce refusing bad arguments", current);
+    char call[64];
+    snprintf(call, sizeof call, "%s refusing bad arguments", name);
+    check_after(slot, call, current);
     e = SEEN(any_destroy(a));
     JUDGE(e == cudaSuccess, "%s returned %s", call_name(step, "destroy"), err_name(e));
 }
@@ -1196,11 +1215,8 @@ static void dp_zones_seen(const struct dp_problem *q, unsigned char *zones)
 {
     const size_t bytes = dp_out(&q->c) * sizeof(float);
     for (int l = 0; l < q->c.layers && runs(); l++)
-        for (int d = 0; d < q->c.n; d++) {
-            unsigned char *z = zones + ((size_t)l * q->c.n + d) * 2 * DBUF_GUARD;
-            to_host(z, (const unsigned char *)q->grad[l][d] - DBUF_GUARD, DBUF_GUARD);
-            to_host(z + DBUF_GUARD, (const unsigned char *)q->grad[l][d] + bytes, DBUF_GUARD);
-        }
+        for (int d = 0; d < q->c.n; d++)
+            guard_read(q->grad[l][d], bytes, zones + ((size_t)l * q->c.n + d) * 2 * DBUF_GUARD);
     exchange_pieces(zones, (size_t)q->c.layers * q->c.n * 2 * DBUF_GUARD);
 }
 
@@ -1277,10 +1293,10 @@ static void dp_check(int slot, struct dp_problem *q, const char *what)
     if (!judges())
         return;
     for (size_t z = 0; z < (size_t)c->layers * c->n; z++) {
-        const unsigned char *was = q->zones_was + z * 2 * DBUF_GUARD;
-        const unsigned char *now = q->zones_now + z * 2 * DBUF_GUARD;
-        ck_assert_msg(memcmp(was, now, 2 * DBUF_GUARD) == 0, "%s: a write outside layer %zu's "
-                      "grad on device %zu (%zu floats)", what, z / c->n, z % c->n, no);
+        char name[72];
+        snprintf(name, sizeof name, "layer %zu's grad on device %zu", z / c->n, z % c->n);
+        guard_check(what, q->zones_was + z * 2 * DBUF_GUARD, q->zones_now + z * 2 * DBUF_GUARD,
+                    name, no);
     }
 }
 
@@ -1293,21 +1309,14 @@ static void dp_machine(int n)
     machine_up(&m);
     if (!runs() || !gpu_times_are_real())
         return;
-    for (int i = 0; i < n; i++) {
-        CUDA_CHECK(cudaSetDevice(i));
+    for (int i = 0; i < n; i++)
         for (int j = 0; j < n; j++) {
             int can = 0;
             if (i != j)
                 CUDA_CHECK(cudaDeviceCanAccessPeer(&can, i, j));
-            if (!can)
-                continue;
-            cudaError_t e = cudaDeviceEnablePeerAccess(j, 0);
-            if (e == cudaErrorPeerAccessAlreadyEnabled)
-                (void)cudaGetLastError();
-            else
-                CUDA_CHECK(e);
+            if (can)
+                grader_enable(i, j);
         }
-    }
     CUDA_CHECK(cudaSetDevice(0));
 }
 
@@ -1618,10 +1627,23 @@ struct dp_times {
     double t[3][SPEED_REPS];
 };
 
-/* every layer's GEMMs alone (k = 1) or its all-reduces alone (k = 2), on the model's streams,
- * then every stream waited for */
-static cudaError_t dp_part(struct dp *s, struct dp_problem *q, int k)
+/* What the speed test and the bench time: the step (k = 0, dp_backward), or every layer's GEMMs
+ * alone (k = 1) or its all-reduces alone (k = 2) on the model's streams, then every device
+ * waited for */
+struct dp_run {
+    struct dp *s;
+    struct dp_problem *q;
+    int k;
+};
+
+static cudaError_t dp_run(void *ctx)
 {
+    const struct dp_run *r = ctx;
+    struct dp *s = r->s;
+    struct dp_problem *q = r->q;
+    const int k = r->k;
+    if (k == 0)
+        return dp_backward(s, q->a, q->g, q->grad);
     cudaError_t e = cudaSuccess;
     for (int l = s->layers - 1; l >= 0 && e == cudaSuccess; l--) {
         if (k == 1)
@@ -1657,11 +1679,11 @@ START_TEST(dp_speed)
     memset(&t, 0, sizeof t);
     if (runs()) {
         for (int k = 0; k < 3; k++) /* a warm-up of each */
-            t.e[k][SPEED_REPS] = k == 0 ? dp_backward(&s, q.a, q.g, q.grad) : dp_part(&s, &q, k);
+            t.e[k][SPEED_REPS] = dp_run(&(struct dp_run){ &s, &q, k });
         for (int rep = 0; rep < SPEED_REPS; rep++)
             for (int k = 0; k < 3; k++) {
                 double t0 = now_ms();
-                t.e[k][rep] = k == 0 ? dp_backward(&s, q.a, q.g, q.grad) : dp_part(&s, &q, k);
+                t.e[k][rep] = dp_run(&(struct dp_run){ &s, &q, k });
                 t.t[k][rep] = now_ms() - t0;
             }
     }
@@ -2022,10 +2044,10 @@ static int bench_ring_at(struct results *out, const struct links *l, int n, size
     return tr > 0 && tc > 0 ? 0 : -1;
 }
 
-/* Step 4 on every device: the GEMMs alone, the all-reduces alone, and the step, each the median
- * of `reps` host-timed runs after one; rows "dp_gemms", "dp_allreduces", "dp_step" at a shape
- * "NxLAYERSxBATCHxROWSxCOLS", with GB/s of gradient bytes a device (layers x rows x cols x 4)
- * and GFLOP/s of the GEMMs' work a device. 0, or 1 when a run failed. */
+/* Step 4 on every device: the step, the GEMMs alone and the all-reduces alone, each the median
+ * of `reps` host-timed runs after one (timed); rows "dp_step", "dp_gemms", "dp_allreduces" at a
+ * shape "NxLAYERSxBATCHxROWSxCOLS", with GB/s of gradient bytes a device (layers x rows x cols x
+ * 4) and GFLOP/s of the GEMMs' work a device. 0, or 1 when a run failed. */
 static int bench_dp(struct results *out, int n, int reps)
 {
     struct dp_case c = DP_TIMED;
@@ -2041,28 +2063,19 @@ static int bench_dp(struct results *out, int n, int reps)
         return 1;
     }
     static const char *const NAME[] = { "dp_step", "dp_gemms", "dp_allreduces" };
-    double t[3][16];
     int fail = 0;
-    if (reps > 16)
-        reps = 16;
-    for (int rep = -1; rep < reps && !fail; rep++)
-        for (int k = 0; k < 3 && !fail; k++) {
-            double t0 = now_ms();
-            cudaError_t e = k == 0 ? dp_backward(&s, q.a, q.g, q.grad) : dp_part(&s, &q, k);
-            if (e != cudaSuccess) {
-                fprintf(stderr, "bench: %s: %s\n", NAME[k], err_name(e));
-                fail = 1;
-            } else if (rep >= 0) {
-                t[k][rep] = now_ms() - t0;
-            }
-        }
     char shape[64];
     snprintf(shape, sizeof shape, "%dx%dx%dx%dx%d", c.n, c.layers, c.batch, c.rows, c.cols);
     const double bytes = (double)c.layers * dp_out(&c) * sizeof(float),
                  flops = 2.0 * c.layers * c.batch * (double)dp_out(&c);
     for (int k = 0; k < 3 && !fail; k++) {
-        qsort(t[k], (size_t)reps, sizeof t[k][0], cmp_double);
-        const double ms = t[k][reps / 2];
+        struct dp_run run = { &s, &q, k };
+        const double ms = timed(dp_run, &run, reps);
+        if (ms < 0) {
+            fprintf(stderr, "bench: %s failed\n", NAME[k]);
+            fail = 1;
+            break;
+        }
         results_row(out, CHAPTER, NAME[k], shape, ms, bytes / (ms * 1e6), flops / (ms * 1e6));
         printf("%-24s %-14s %9.3f ms\n", shape, NAME[k], ms);
     }

@@ -324,12 +324,12 @@ int median_round(const double *ms, int n, int rounds)
     return mid;
 }
 
-double speed_gate(double needs, double share, double ceiling_gain, double floor, int *capped)
+double speed_gate(double needs, double share, double ceiling_gain, int *capped)
 {
     int c = share > 0 && share * ceiling_gain < needs;
     if (capped)
         *capped = c;
-    return c ? fmin(fmax(share * ceiling_gain, floor), needs) : needs;
+    return c ? fmin(fmax(share * ceiling_gain, SPEED_GATE_FLOOR), needs) : needs;
 }
 
 /* ---- clocks ----------------------------------------------------------------------------- */

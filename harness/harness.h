@@ -105,17 +105,16 @@ double median(double *v, int n);
  * ratio is read from two timings of one round, never from each one's median of its own. */
 int median_round(const double *ms, int n, int rounds);
 
+/* The floor every capped gate asks: the base itself (1.0x) and a kernel little faster than it
+ * fail, however little the ceiling gains. */
+#define SPEED_GATE_FLOOR 1.25
 /* A speed gate set on one GPU that a GPU with slower memory cannot make impossible. needs is
  * the fixed ratio over the base; where share x ceiling_gain (the ceiling's own ratio over the
  * base, measured in the same run: a copy kernel, or the library) is lower, that is the gate, so
- * that a kernel at share of the ceiling's speed passes; and never below floor (> 1), which the
- * base itself and a kernel little faster than it must fail (a floor above needs leaves
- * needs). share <= 0: needs, uncapped.
+ * that a kernel at share of the ceiling's speed passes; and never below SPEED_GATE_FLOOR (a
+ * floor above needs leaves needs). share <= 0: needs, uncapped.
  * *capped (may be NULL) is set to whether the ceiling decided it. */
-double speed_gate(double needs, double share, double ceiling_gain, double floor, int *capped);
-/* The floor every capped gate of the graders asks: the base itself (1.0x) and a kernel little
- * faster than it fail, however little the ceiling gains. */
-#define SPEED_GATE_FLOOR 1.25
+double speed_gate(double needs, double share, double ceiling_gain, int *capped);
 
 /* ---- clocks ----------------------------------------------------------------------------- */
 

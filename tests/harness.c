@@ -347,17 +347,17 @@ END_TEST
 START_TEST(speed_gate_caps_by_the_ceiling_above_the_floor)
 {
     int capped = -1;
-    ck_assert_double_eq_tol(speed_gate(1.8, 0.9, 2.44, 1.25, &capped), 1.8, 1e-12);
+    ck_assert_double_eq_tol(speed_gate(1.8, 0.9, 2.44, &capped), 1.8, 1e-12);
     ck_assert_int_eq(capped, 0);
-    ck_assert_double_eq_tol(speed_gate(1.8, 0.9, 1.72, 1.25, &capped), 0.9 * 1.72, 1e-12);
+    ck_assert_double_eq_tol(speed_gate(1.8, 0.9, 1.72, &capped), 0.9 * 1.72, 1e-12);
     ck_assert_int_eq(capped, 1);
-    ck_assert_double_eq_tol(speed_gate(1.8, 0.9, 1.1, 1.25, &capped), 1.25, 1e-12);
+    ck_assert_double_eq_tol(speed_gate(1.8, 0.9, 1.1, &capped), SPEED_GATE_FLOOR, 1e-12);
     ck_assert_int_eq(capped, 1);
-    ck_assert_double_eq_tol(speed_gate(1.8, 0, 1.1, 1.25, &capped), 1.8, 1e-12);
+    ck_assert_double_eq_tol(speed_gate(1.8, 0, 1.1, &capped), 1.8, 1e-12);
     ck_assert_int_eq(capped, 0);
-    ck_assert_double_eq_tol(speed_gate(1.04, 0.9, 1.0, 1.25, NULL), 1.04, 1e-12);
+    ck_assert_double_eq_tol(speed_gate(1.04, 0.9, 1.0, NULL), 1.04, 1e-12);
     /* the base itself (1.0x) fails every capped gate: the floor is above it */
-    ck_assert(1.0 < speed_gate(1.8, 0.9, 0.5, 1.25, NULL));
+    ck_assert(1.0 < speed_gate(1.8, 0.9, 0.5, NULL));
 }
 END_TEST
 
