@@ -69,7 +69,10 @@ fi
 # nvcc is not a Debian package we install: it comes with NVIDIA's CUDA Toolkit.
 if [[ $what != book ]]; then
     nvcc=${NVCC:-}
-    if [[ -z $nvcc || ! -x $nvcc ]]; then
+    if [[ -z $nvcc ]]; then
+        nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+    fi
+    if [[ ! -x $nvcc ]]; then
         echo "deps: nvcc not found (looked on PATH and in /usr/local/cuda/bin)." >&2
         echo "deps: install NVIDIA's CUDA Toolkit 12 or later (https://developer.nvidia.com/cuda-downloads;" >&2
         echo "      no GPU is needed to install it), then put its bin/ on PATH or pass NVCC=/path/to/nvcc." >&2
