@@ -1165,7 +1165,7 @@ int grader_run(Suite *s)
         snprintf(ladder, sizeof ladder, "  %d of %d steps passed", steps_passed, nsteps);
     if (nsteps && nsel > 1 && steps_graded < nsel)
         snprintf(ladder + strlen(ladder), sizeof ladder - strlen(ladder),
-                 " (%d not graded on this backend)", nsel - steps_graded);
+                 " (%d not graded here)", nsel - steps_graded);
     /* nothing ran, and every test said why it skipped (a chapter this machine cannot grade, as
      * chapter 12 on one GPU): neither a pass nor a failure */
     const int none_ran = n == 0 && failed == 0 && nskips > 0;
