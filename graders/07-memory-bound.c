@@ -678,7 +678,11 @@ static int launchers_of(int k, struct launcher *out)
  *           (a second launch, or a memset kernel, measured 0.95x at 2^20)
  *   step 4  1.99x (f32) and 1.66x (bf16) the three-pass softmax at 8192x4096  needs 1.3x
  *   step 5  1.80x (RMSNorm) and 1.91x (LayerNorm) the two-moment kernels, bf16 at 32768x1024
- *           (a warp a row)                                                  needs 1.4x
+ *           (a warp a row)                                                  needs 1.4x, or
+ *           0.9 of the copy kernel's ratio over the two-moment kernel where that is lower: the
+ *           references run at DRAM's speed, and on an H100 (DRAM 3.35 TB/s against the H200's
+ *           4.8) the two-moment RMSNorm already ran at 75% of the copy kernel, the reference at
+ *           1.41x it, where the copy itself was 1.34x
  * Step 5 is timed at 1024 columns, not at 4096 where the softmax is: there the reference's
  * LayerNorm, a block of 512 threads a row, measured 0.44x the two-moment kernel (bf16) and 0.68x
  * (fp32), while its RMSNorm, the same structure, ran at 94% of the copy; the bench shows
@@ -810,7 +814,8 @@ static void add_speed(Suite *s, int k)
                                       k == 4 ? COLS_SPEED : COLS_SPEED_NORM, V_UNIFORM };
             sp = add_speed_test(k, &l[i], shape, l[i].base,
                                 k == 4 ? "the three-pass softmax" : "two-moment",
-                                (flow_fn)copy_bytes, "the copy kernel", k == 4 ? 1.3 : 1.4, 0);
+                                (flow_fn)copy_bytes, "the copy kernel", k == 4 ? 1.3 : 1.4,
+                                k == 5 ? 0.9 : 0);
             flow_add_speed(s, sp);
         }
     }
