@@ -181,15 +181,15 @@ static const struct array_kind COPY = { ARRAY_FLOW, .dims = ARRAY_2D, .move = AR
  * is 32 x 33 floats, 4224. On a GPU the footprint is not graded: step 3's speed gate only asks
  * that the swizzle keep step 2's speed, and the idea itself (no padding) is graded here.
  *
- * bytes in flight (step 4): the elements a thread moves, counted over the area whole 32 x 32
- * tiles cover (rows and cols each rounded up to a multiple of 32, over 32 x the warps
- * launched; on a GPU, over the threads of the launches the grader saw), must be at least 8: a
- * partial edge tile takes its block's threads as a whole one does. Steps 1-3 launch 32 x 8
- * threads per tile, 4 elements a thread; the padded_8 reference launches 32 x 4, 8 a thread. A kernel of larger tiles launches blocks over more than that
- * area where its tiles are partial, and counts under its own figure there (64 x 64 tiles: up
- * to 1.44 times under at these shapes); step 4's starter and hints keep to 32 x 32. Step 5
- * keeps it: its reference moves 16 elements a thread in 64 x 64 tiles, 11.1 or more by this
- * count at these shapes.
+ * bytes in flight (step 4): the elements a thread moves, counted over the area whole 32 x 32 tiles
+ * cover (rows and cols each rounded up to a multiple of 32, over 32 x the warps launched; on a GPU,
+ * over the threads of the launches the grader saw), must be at least 8: a partial edge tile takes
+ * its block's threads as a whole one does. Steps 1-3 launch 32 x 8 threads per tile, 4 elements a
+ * thread; the padded_8 reference launches 32 x 4, 8 a thread. A kernel of larger tiles launches
+ * blocks over more than that area where its tiles are partial, and counts under its own figure
+ * there (64 x 64 tiles: up to 1.44 times under at these shapes); step 4's starter and hints keep to
+ * 32 x 32. Step 5 keeps it: its reference moves 16 elements a thread in 64 x 64 tiles, 11.1 or more
+ * by this count at these shapes.
  *
  * 16-byte vectors (step 5): every lane of every global load and store request moves 16 bytes,
  * a float4 (the profile's bytes over lanes, gld_width and gst_width, both 16). The concept
