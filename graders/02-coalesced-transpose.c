@@ -384,13 +384,7 @@ START_TEST(per_thread_launched)
     if (log.n == 0)
         ck_abort_msg("%s: no kernel launch was seen (launch with <<<...>>> or "
                      "cudaLaunchKernel(Ex): the grader counts the threads launched)", what);
-    double threads = 0;
-    for (int i = 0; i < log.n; i++) {
-        const struct launch_rec *l = &log.r[i];
-        threads += (double)l->count * l->grid[0] * l->grid[1] * l->grid[2] * l->block[0] *
-                   l->block[1] * l->block[2];
-    }
-    per_thread_of(k, threads, "launched");
+    per_thread_of(k, launches_threads(&log), "launched");
 }
 END_TEST
 
@@ -436,7 +430,8 @@ struct step_speed {
                             * baseline, measured beside, never below SPEED_GATE_FLOOR */
     double near;           /* > 0: NO_SLOWER where the baseline reaches near of the copy's
                             * bandwidth (step 4) */
-    double gap;            /* > 0: needs at most 1 + gap x (the copy's ratio - 1) (step 5) */
+    double gap;            /* > 0: needs at most gap of the way to the copy's ratio
+                            * (speed_gate_gap; step 5) */
 };
 
 /* Step 2's gate where DRAM is slower than the H200's. The tiled transpose is bound by its bank
@@ -507,21 +502,25 @@ static void verdict(int slot, const void *shape, const struct flow_times *t)
     struct array_shape s = *(const struct array_shape *)shape;
     double tc = t->ceiling.median_ms, tb = t->base.median_ms, ty = t->yours.median_ms;
     double ratio = tb / ty; /* your GB/s over the baseline's */
-    int cap_decides;
-    double needs = speed_gate(ss->needs, ss->cap, tb / tc, &cap_decides);
+    /* each step has at most one of the three below: cap (step 2), near (4), gap (5) */
+    int cap_decides = 0;
+    double needs = ss->needs;
     char capped[160] = "";
-    if (cap_decides)
-        snprintf(capped, sizeof capped, "; %.0f%% of the copy kernel's %.2fx, at least %.2fx, "
-                 "below the fixed %.2fx", 100.0 * ss->cap, tb / tc, SPEED_GATE_FLOOR, ss->needs);
     if (ss->near > 0 && tc / tb >= ss->near) {
         needs = NO_SLOWER;
         snprintf(capped, sizeof capped, "; step %d already reaches %.0f%% of the copy kernel, "
                  "so here the step need only keep its speed", k - 1, 100.0 * tc / tb);
-    }
-    if (ss->gap > 0 && 1 + ss->gap * (tb / tc - 1) < needs) {
-        needs = 1 + ss->gap * (tb / tc - 1);
-        snprintf(capped, sizeof capped, "; %.0f%% of the way to the copy kernel's %.2fx, below "
-                 "the fixed %.2fx", 100.0 * ss->gap, tb / tc, ss->needs);
+    } else if (ss->gap > 0) {
+        needs = speed_gate_gap(ss->needs, ss->gap, tb / tc, &cap_decides);
+        if (cap_decides)
+            snprintf(capped, sizeof capped, "; %.0f%% of the way to the copy kernel's %.2fx, "
+                     "below the fixed %.2fx", 100.0 * ss->gap, tb / tc, ss->needs);
+    } else {
+        needs = speed_gate(ss->needs, ss->cap, tb / tc, &cap_decides);
+        if (cap_decides)
+            snprintf(capped, sizeof capped, "; %.0f%% of the copy kernel's %.2fx, at least "
+                     "%.2fx, below the fixed %.2fx", 100.0 * ss->cap, tb / tc, SPEED_GATE_FLOOR,
+                     ss->needs);
     }
     char base[64];
     if (k == 1)

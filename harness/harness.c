@@ -332,6 +332,15 @@ double speed_gate(double needs, double share, double ceiling_gain, int *capped)
     return c ? fmin(fmax(share * ceiling_gain, SPEED_GATE_FLOOR), needs) : needs;
 }
 
+double speed_gate_gap(double needs, double share, double ceiling_gain, int *capped)
+{
+    const double gap = 1 + share * (ceiling_gain - 1);
+    int c = share > 0 && gap < needs;
+    if (capped)
+        *capped = c;
+    return c ? gap : needs;
+}
+
 /* ---- clocks ----------------------------------------------------------------------------- */
 
 struct clocks clocks_summary(double *sm_mhz, int n, const double *watts, int nw)

@@ -115,6 +115,11 @@ int median_round(const double *ms, int n, int rounds);
  * floor above needs leaves needs). share <= 0: needs, uncapped.
  * *capped (may be NULL) is set to whether the ceiling decided it. */
 double speed_gate(double needs, double share, double ceiling_gain, int *capped);
+/* The same for a step that asks a few percent near the ceiling, where SPEED_GATE_FLOOR would lie
+ * above needs: the gate is at most share of the way from the base to the ceiling, 1 + share x
+ * (ceiling_gain - 1), where that is lower than needs (a base already at the ceiling's speed
+ * leaves a gate of 1.0x, the base's own). share <= 0: needs. *capped as above. */
+double speed_gate_gap(double needs, double share, double ceiling_gain, int *capped);
 
 /* ---- clocks ----------------------------------------------------------------------------- */
 

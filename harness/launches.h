@@ -59,6 +59,19 @@ void launches_note(const void *func, unsigned gx, unsigned gy, unsigned gz, unsi
 void launches_describe(const struct launch_log *log, double work, const char *unit, int sms,
                        char *buf, unsigned long len);
 
+/* The threads the log's launches started: each kernel's grid times its block, times the
+ * launches of it (a kernel launched again with another grid counts at its last). */
+static inline double launches_threads(const struct launch_log *log)
+{
+    double threads = 0;
+    for (int i = 0; i < log->n; i++) {
+        const struct launch_rec *r = &log->r[i];
+        threads += (double)r->count * r->grid[0] * r->grid[1] * r->grid[2] * r->block[0] *
+                   r->block[1] * r->block[2];
+    }
+    return threads;
+}
+
 /* A received log made safe to read: counts bounded, every name terminated. */
 void launches_sanitize(struct launch_log *log);
 

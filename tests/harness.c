@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "launches.h"
 #include "sass.h"
 
 /* ---- seed and rng ----------------------------------------------------------------------- */
@@ -361,6 +362,37 @@ START_TEST(speed_gate_caps_by_the_ceiling_above_the_floor)
 }
 END_TEST
 
+/* chapter 02's step 5 on the H200 (the copy 1.10x padded_8: 40% of the way is 1.04x, the
+ * fixed 1.04x stands) and on an H100 (the copy 1.066x: 1.026x), a base already at the copy's
+ * speed (1.0x: nothing left to gain), and no share */
+START_TEST(speed_gate_gap_caps_by_the_way_to_the_ceiling)
+{
+    int capped = -1;
+    ck_assert_double_eq_tol(speed_gate_gap(1.04, 0.4, 1.103, &capped), 1.04, 1e-12);
+    ck_assert_int_eq(capped, 0);
+    ck_assert_double_eq_tol(speed_gate_gap(1.04, 0.4, 1.066, &capped), 1.0264, 1e-12);
+    ck_assert_int_eq(capped, 1);
+    ck_assert_double_eq_tol(speed_gate_gap(1.04, 0.4, 1.0, &capped), 1.0, 1e-12);
+    ck_assert_int_eq(capped, 1);
+    ck_assert_double_eq_tol(speed_gate_gap(1.04, 0, 1.066, &capped), 1.04, 1e-12);
+    ck_assert_int_eq(capped, 0);
+    /* the base itself fails wherever the copy is faster than it */
+    ck_assert(1.0 < speed_gate_gap(1.04, 0.4, 1.01, NULL));
+}
+END_TEST
+
+/* two kernels, one launched twice: every grid times its block, times its launches */
+START_TEST(launches_threads_counts_every_launch)
+{
+    struct launch_log log = { 0 };
+    ck_assert_double_eq(launches_threads(&log), 0);
+    log.n = 2;
+    log.r[0] = (struct launch_rec){ .grid = { 9, 8, 1 }, .block = { 32, 4, 1 }, .count = 1 };
+    log.r[1] = (struct launch_rec){ .grid = { 3, 1, 2 }, .block = { 256, 1, 1 }, .count = 2 };
+    ck_assert_double_eq_tol(launches_threads(&log), 9 * 8 * 128 + 2 * 6 * 256, 1e-9);
+}
+END_TEST
+
 START_TEST(cdiv_rounds_up)
 {
     ck_assert_int_eq(cdiv(1, 32), 1);
@@ -616,6 +648,8 @@ int main(void)
     tcase_add_test(tc, median_odd_and_even);
     tcase_add_test(tc, median_round_takes_one_round_of_the_median_ratio);
     tcase_add_test(tc, speed_gate_caps_by_the_ceiling_above_the_floor);
+    tcase_add_test(tc, speed_gate_gap_caps_by_the_way_to_the_ceiling);
+    tcase_add_test(tc, launches_threads_counts_every_launch);
     tcase_add_test(tc, cdiv_rounds_up);
     tcase_add_test(tc, results_writes_header_and_rows);
     tcase_add_test(tc, clocks_summary_takes_median_extremes_and_mean);
