@@ -123,7 +123,7 @@ done
 echo
 total=$((passed + failed + unjudged))
 if [[ $mode == tune ]]; then
-    echo "tune: $passed of $total chapters tuned; tables in build/results/*-tune.tsv (commit one as solutions/CHAPTER/tune.tsv)"
+    echo "tune: $passed of $total chapters tuned; tables in build/results/*-tune.tsv (add its rows to solutions/CHAPTER/tune.tsv, where each device reads only the rows that name it)"
 elif [[ $mode == bench ]]; then
     echo "bench: $passed of $total chapters measured; rows in build/results/ (make plots draws from them)"
 else
