@@ -13,9 +13,9 @@
  * CPU backend has no memory latency (there the step says SKIP):
  *   correct    the exact sum (the inputs are small integers) for odd n and every loads and vec,
  *              and the grid: blocks_per_sm x SMs blocks of `threads` threads
- *   in flight  at one block of 256 threads an SM, 4 float4 loads a thread stream at least 2x
- *              the bandwidth of 1, and 1 float4 at least 2x that of 1 float: the loads of a
- *              batch must really be in flight together
+ *   in flight  at one block of 64 threads an SM, 4 float4 loads a thread stream at least 2x
+ *              the bandwidth of 1, and at one block of 256, 1 float4 at least 2x that of 1
+ *              float: the loads of a batch must really be in flight together
  *   knee       the grader measures a load's latency (latency.cu) and the bandwidth over 1 to
  *              128 KB in flight an SM, finds the knee (where the curve first reaches 80% of its
  *              top), and your knee_bytes_per_sm, given the top and the latency, must be within
