@@ -12,7 +12,7 @@
  *                step 1 no shared-memory bank conflicts in the tree; step 2 16-byte global
  *                loads and the last 32 partials combined with shuffles (few shared requests a
  *                warp); step 3 one kernel launch; steps 4-5 16-byte loads and each row read
- *                once from memory
+ *                once from memory. On a GPU, step 3's one launch from the launch log instead
  *   speed        on a GPU: step 1 over sum_atomic, step 2 over step 1's reference, step 3 over
  *                step 2's reference at n = 2^20 (where the launches and the tail dominate) and
  *                against CUB at 2^28; step 4 over the three-pass softmax, step 5 over the
@@ -972,6 +972,35 @@ START_TEST(read_once)
 }
 END_TEST
 
+/* Step 3 on a GPU, where the counts above are not made: the kernels one sum launched, from the
+ * launch log (launches.h), at the size where a second launch costs as much as the reading:
+ * one, as the concept test asks on the CPU backend. The counter's zero comes by
+ * cudaMemsetAsync, which is not a kernel launch. */
+START_TEST(one_launch_launched)
+{
+    int slot = grade_slot();
+    struct launcher l[4];
+    launchers_of(3, l);
+    const struct mb_shape shape = { OP_SUM, F32, 1, (1 << 20) + 7, V_UNIFORM };
+    char what[64];
+    snprintf(what, sizeof what, "%s at n = %d", l[0].what, shape.cols);
+    struct launch_log log;
+    flow_launches_of(&MB, &shape, l[0].fn, slot, what, &log);
+    if (!log.recorded)
+        ck_abort_msg("grader: this build does not record launches (its graders are linked with "
+                     "harness/launch_wrap.o: make grade rebuilds it)");
+    if (log.total != 1) {
+        grade_hint(slot, "zero the counter with cudaMemsetAsync on the same stream, not with a "
+                         "kernel; the blocks write their partials, and the block that draws the "
+                         "last ticket sums them, in the same launch");
+        ck_abort_msg("%u kernel launches for one sum (one wanted) at n = %d", log.total,
+                     shape.cols);
+    }
+    grade_note(slot, "one kernel launch at n = %d", shape.cols);
+    grade_summary("one launch");
+}
+END_TEST
+
 static void add_concepts(Suite *s, int k)
 {
     static const char *titles[NCONCEPTS][1];
@@ -1104,12 +1133,18 @@ static void add_tests(Suite *s)
         for (int i = 0; i < n; i++)
             flow_add_correct(s, &MB, shapes_for(&LISTS[k][i], l[i].op, l[i].dtype), l[i].fn,
                              l[i].what);
-        if (concept_here())
+        if (concept_here()) {
             add_concepts(s, k);
-        else
+        } else {
+            if (k == 3) {
+                static const char *const launched[] = { "one launch: single_pass, from the "
+                                                        "kernels it launched" };
+                grader_add(s, "one launch", one_launch_launched, launched, 1, 60);
+            }
             grader_skip("concepts", "counted on the CPU backend only (make grade BACKEND=emu); "
                                     "on a GPU, make profile CH=07 BACKEND=cuda shows Nsight "
                                     "Compute's count");
+        }
         add_speed(s, k);
         static char spill_title[NSTEPS + 1][64];
         snprintf(spill_title[k], sizeof spill_title[k], "no spills: kernels named *%s*",
