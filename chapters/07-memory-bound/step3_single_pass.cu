@@ -18,7 +18,8 @@
  *            and of +1 and -1 at 1000003 and 2^28 + 7, whose sum must come out exact; *d_out
  *            poisoned with NaN and the scratch filled with 0xff bytes; the error otherwise
  *            within a bound set by fp32's unit roundoff and n (the lesson derives it)
- *   concept  on the CPU backend: exactly one kernel launch a sum
+ *   concept  exactly one kernel launch a sum (counted on the CPU backend; on a GPU, from the
+ *            launches the grader records)
  *   speed    on a GPU, at least 1.05x step 2's reference at n = 2^20, where launches take
  *            most of the time, and at least 0.95x CUB's cub::DeviceReduce::Sum at 2^28 + 7,
  *            each timed in the same run
