@@ -986,9 +986,6 @@ START_TEST(one_launch_launched)
     snprintf(what, sizeof what, "%s at n = %d", l[0].what, shape.cols);
     struct launch_log log;
     flow_launches_of(&MB, &shape, l[0].fn, slot, what, &log);
-    if (!log.recorded)
-        ck_abort_msg("grader: this build does not record launches (its graders are linked with "
-                     "harness/launch_wrap.o: make grade rebuilds it)");
     if (log.total != 1) {
         grade_hint(slot, "zero the counter with cudaMemsetAsync on the same stream, not with a "
                          "kernel; the blocks write their partials, and the block that draws the "

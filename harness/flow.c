@@ -313,6 +313,9 @@ void flow_launches_of(const struct flow_kind *k, const void *shape, flow_fn fn, 
     *out = last_launches;
     k->free(p);
     grade_split_end();
+    if (!out->recorded) /* the judge's side: a build without the wraps sees no launch at all */
+        ck_abort_msg("grader: this build does not record launches (its graders are linked with "
+                     "harness/launch_wrap.o: make grade rebuilds it)");
 }
 
 /* ---- bench ---------------------------------------------------------------------------------- */
