@@ -316,6 +316,11 @@ void flow_launches_of(const struct flow_kind *k, const void *shape, flow_fn fn, 
     if (!out->recorded) /* the judge's side: a build without the wraps sees no launch at all */
         ck_abort_msg("grader: this build does not record launches (its graders are linked with "
                      "harness/launch_wrap.o: make grade rebuilds it)");
+    if (out->n == 0) {
+        grade_hint(slot, "launch your kernels with <<<...>>> or cudaLaunchKernel(Ex): the "
+                         "grader reads what they launched (their grids, their machine code)");
+        ck_abort_msg("%s: no kernel launch was seen", what);
+    }
 }
 
 /* ---- bench ---------------------------------------------------------------------------------- */

@@ -157,7 +157,8 @@ int flow_add_speed(Suite *s, const struct flow_speed *sp);
  * A test's whole body: fn once on fresh inputs of shape, checked ("WHAT: ..." on a mismatch),
  * and what it launched into *out, in the judge. Split like flow_correct: the test's first
  * step. The test fails where the build does not record launches (a GPU grader linked without
- * harness/launch_wrap.o), so a caller reads *out as a record. */
+ * harness/launch_wrap.o) or where fn launched no kernel, so a caller reads *out as a record of
+ * at least one launch. */
 void flow_launches_of(const struct flow_kind *k, const void *shape, flow_fn fn, int slot,
                       const char *what, struct launch_log *out);
 
